@@ -1,0 +1,124 @@
+#pragma once
+// The one communicator interface of zen. Backends: loopback (threads of one process), mpi (a caller's
+// MPI_Comm), and on the GPU path nccl and device loopback. Buffers live in `memory_space()` (host for
+// loopback/mpi, device for nccl); `set_stream` gives the stream that device backends order work on.
+//
+// Every operation has a timeout; every error names this rank, the peer (if any), the operation and
+// the communicator's sequence number. After an error the communicator refuses further use.
+// Every operation counts bytes sent and received (see docs/algorithms.md, "traffic accounting").
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "zen/error.hpp"
+#include "zen/types.hpp"
+
+namespace zen {
+
+enum class CommOp : uint8_t { Send = 0, Recv, SendRecv, Alltoallv, Allgatherv, Allreduce, Broadcast, Barrier, Allgather, Count };
+const char* comm_op_name(CommOp op) noexcept;
+
+/// Bytes and calls per operation kind, for this rank.
+struct TrafficStats {
+  static constexpr size_t kOps = static_cast<size_t>(CommOp::Count);
+  std::array<uint64_t, kOps> sent{};
+  std::array<uint64_t, kOps> recv{};
+  std::array<uint64_t, kOps> calls{};
+  uint64_t total_sent() const;
+  uint64_t total_recv() const;
+  void reset() { *this = TrafficStats{}; }
+  TrafficStats operator-(const TrafficStats& o) const;
+};
+
+class Communicator {
+ public:
+  using Ms = std::chrono::milliseconds;
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual const char* backend_name() const = 0;
+  virtual MemSpace memory_space() const { return MemSpace::Host; }
+
+  /// Stream for device backends (a cudaStream_t); ignored by host backends.
+  void set_stream(void* stream) { stream_ = stream; }
+  void* stream() const { return stream_; }
+
+  void set_timeout(Ms t) { timeout_ = t; }
+  Ms timeout() const { return timeout_; }
+
+  // ---- point to point (tag in [0, 16383]) ----
+  void send(const void* buf, size_t bytes, int peer, int tag = 0);
+  /// Receives exactly `bytes` bytes; a message of another size is an error.
+  void recv(void* buf, size_t bytes, int peer, int tag = 0);
+  /// Send to `dst` and receive from `src` at once (no deadlock in rings).
+  void sendrecv(const void* sbuf, size_t sbytes, int dst, void* rbuf, size_t rbytes, int src, int tag = 0);
+
+  // ---- collectives (all counts and displacements in bytes, one entry per rank) ----
+  void alltoallv(const void* sbuf, const size_t* scounts, const size_t* sdispls, void* rbuf, const size_t* rcounts,
+                 const size_t* rdispls);
+  /// True allgatherv: rank p's `rcounts[p]` bytes land at rbuf + rdispls[p]; no padding.
+  void allgatherv(const void* sbuf, size_t sbytes, void* rbuf, const size_t* rcounts, const size_t* rdispls);
+  /// Every rank contributes `bytes`; rbuf receives size()*bytes, rank-major (host metadata exchange).
+  void allgather(const void* sbuf, size_t bytes, void* rbuf);
+  /// In-place dense allreduce with the backend's native algorithm (MPI_Allreduce, ncclAllReduce, ...).
+  void allreduce(void* buf, size_t count, DType dtype, ReduceOp op = ReduceOp::Sum);
+  void broadcast(void* buf, size_t bytes, int root);
+  void barrier();
+
+  /// Host convenience: every rank's value of a small POD, rank-major.
+  template <typename T>
+  std::vector<T> allgather_value(const T& v) {
+    std::vector<T> out(static_cast<size_t>(size()));
+    allgather(&v, sizeof(T), out.data());
+    return out;
+  }
+
+  /// Mark the communicator failed and tell peers (backends that can) that this rank gave up.
+  void abort(const std::string& reason);
+  bool failed() const { return failed_; }
+
+  const TrafficStats& stats() const { return stats_; }
+  TrafficStats& stats() { return stats_; }
+  uint64_t sequence() const { return seq_; }
+
+ protected:
+  // Backend hooks: move the bytes; accounting, sequence numbers and failure state are handled here.
+  virtual void do_send(const void* buf, size_t bytes, int peer, int tag) = 0;
+  virtual void do_recv(void* buf, size_t bytes, int peer, int tag) = 0;
+  virtual void do_sendrecv(const void* sbuf, size_t sbytes, int dst, void* rbuf, size_t rbytes, int src, int tag) = 0;
+  virtual void do_alltoallv(const void* sbuf, const size_t* scounts, const size_t* sdispls, void* rbuf,
+                            const size_t* rcounts, const size_t* rdispls) = 0;
+  virtual void do_allgatherv(const void* sbuf, size_t sbytes, void* rbuf, const size_t* rcounts,
+                             const size_t* rdispls) = 0;
+  virtual void do_allreduce(void* buf, size_t count, DType dtype, ReduceOp op) = 0;
+  virtual void do_broadcast(void* buf, size_t bytes, int root) = 0;
+  virtual void do_barrier() = 0;
+  virtual void do_abort(const std::string& reason) { (void)reason; }
+
+  /// Throw an error naming this rank, op, sequence number and (peer >= 0) the peer.
+  [[noreturn]] void fail(Result code, int peer, const std::string& detail) const;
+  CommOp current_op() const { return op_; }
+
+  void* stream_ = nullptr;
+  Ms timeout_{300000};
+
+ private:
+  template <typename F>
+  void run_op(CommOp op, F&& body);
+  void check_peer(int peer) const;
+
+  TrafficStats stats_;
+  uint64_t seq_ = 0;
+  CommOp op_ = CommOp::Barrier;
+  bool failed_ = false;
+  std::string failure_;
+};
+
+/// Bytes of chunk i when `total` bytes (of `elem`-byte elements) are split into n near-equal chunks.
+size_t ring_chunk_bytes(size_t count, size_t elem, int n, int i);
+
+}  // namespace zen

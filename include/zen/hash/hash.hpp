@@ -1,0 +1,114 @@
+#pragma once
+// The hash functions of zen, defined once for the CPU and CUDA paths.
+//
+// h0 (the owner hash) is `Partitioner::owner`: a seeded bijection pi on [0, N) (a 4-round Feistel
+// network over 64-bit mixers, cycle-walked into [0, N)), owner = pi(idx) mod n and the position of idx
+// inside its owner's index set I_owner is pi(idx) div n. So every owner's set I_i is known implicitly
+// (|I_i| = number of v < N with v mod n = i), the hash bitmap needs no O(N) table, and
+// N not divisible by n is handled by construction. See docs/algorithms.md.
+#include <cstdint>
+
+#include "zen/config.hpp"
+
+namespace zen {
+
+/// 64-bit finalizing mixer (xor-shift-multiply, Murmur3 fmix64 constants).
+ZEN_HD uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+/// Seeded 64-bit hash of a key.
+ZEN_HD uint64_t hash64(uint64_t key, uint64_t seed) { return mix64(key ^ mix64(seed + 0x9e3779b97f4a7c15ULL)); }
+
+/// Map a 64-bit hash uniformly onto [0, n) by multiply-high (no modulo bias worth speaking of).
+ZEN_HD uint64_t reduce_range(uint64_t h, uint64_t n) {
+#if defined(__CUDA_ARCH__)
+  return __umul64hi(h, n);
+#else
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(h) * n) >> 64);
+#endif
+}
+
+/// The consistent owner partition of [0, N) over n owners (h0). Trivially copyable, usable on device.
+struct Partitioner {
+  uint64_t n_items = 0;   ///< N (number of hashable items: elements, or rows when row width D > 1)
+  uint32_t n_owners = 1;  ///< n
+  uint32_t half_bits = 1; ///< Feistel half width h; the walk domain is [0, 4^h)
+  uint64_t half_mask = 1;
+  uint64_t keys[4] = {0, 0, 0, 0};
+
+  /// Build the partition of [0, n_items) over n_owners owners from a seed agreed by all ranks.
+  static Partitioner make(uint64_t n_items, uint32_t n_owners, uint64_t seed) {
+    Partitioner p;
+    p.n_items = n_items;
+    p.n_owners = n_owners == 0 ? 1 : n_owners;
+    uint32_t bits = 0;
+    for (uint64_t m = n_items > 1 ? n_items - 1 : 0; m != 0; m >>= 1) ++bits;
+    uint32_t h = (bits + 1) / 2;
+    if (h == 0) h = 1;
+    p.half_bits = h;
+    p.half_mask = (h >= 64) ? ~0ULL : ((1ULL << h) - 1);
+    uint64_t s = seed;
+    for (int r = 0; r < 4; ++r) {
+      s += 0x9e3779b97f4a7c15ULL;
+      p.keys[r] = mix64(s);
+    }
+    return p;
+  }
+
+  ZEN_HD uint64_t round_fn(uint64_t r, int k) const { return mix64(r ^ keys[k]) & half_mask; }
+
+  ZEN_HD uint64_t feistel(uint64_t x) const {
+    uint64_t l = (x >> half_bits) & half_mask, r = x & half_mask;
+    for (int k = 0; k < 4; ++k) {
+      uint64_t nl = r;
+      r = l ^ round_fn(r, k);
+      l = nl;
+    }
+    return (l << half_bits) | r;
+  }
+
+  ZEN_HD uint64_t feistel_inv(uint64_t y) const {
+    uint64_t l = (y >> half_bits) & half_mask, r = y & half_mask;
+    for (int k = 3; k >= 0; --k) {
+      uint64_t pr = l;
+      l = r ^ round_fn(l, k);
+      r = pr;
+    }
+    return (l << half_bits) | r;
+  }
+
+  /// pi: a bijection on [0, N) (cycle walking keeps the Feistel permutation inside the range).
+  ZEN_HD uint64_t permute(uint64_t x) const {
+    do { x = feistel(x); } while (x >= n_items);
+    return x;
+  }
+  ZEN_HD uint64_t unpermute(uint64_t y) const {
+    do { y = feistel_inv(y); } while (y >= n_items);
+    return y;
+  }
+
+  /// h0(idx): the owner of idx.
+  ZEN_HD uint32_t owner(uint64_t idx) const { return static_cast<uint32_t>(permute(idx) % n_owners); }
+  /// Owner and position of idx within I_owner in one evaluation of pi.
+  ZEN_HD void locate(uint64_t idx, uint32_t* owner_out, uint64_t* pos_out) const {
+    uint64_t v = permute(idx);
+    *owner_out = static_cast<uint32_t>(v % n_owners);
+    *pos_out = v / n_owners;
+  }
+  /// Inverse: the global index at position pos of owner i.
+  ZEN_HD uint64_t index_at(uint32_t owner_id, uint64_t pos) const {
+    return unpermute(static_cast<uint64_t>(owner_id) + static_cast<uint64_t>(n_owners) * pos);
+  }
+  /// |I_i|: number of items owned by owner i.
+  ZEN_HD uint64_t owner_size(uint32_t i) const {
+    return i < n_items ? (n_items - 1 - i) / n_owners + 1 : 0;
+  }
+};
+
+}  // namespace zen

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Install missing deps, build the CPU configuration (build/) and, where nvcc exists, the CUDA
+# configuration (build-cuda/), then run every test with ctest (MPI tests under mpirun included).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+source scripts/env.sh
+jobs=${ZEN_JOBS:-$ZEN_NPROC}
+
+cmake --preset cpu
+cmake --build build -j "$jobs"
+# The CPU build must not link any CUDA library.
+if ldd build/bin/* 2>/dev/null | grep -Eq 'libcuda|libcudart|libnccl'; then
+  echo "error: the CPU build links a CUDA library" >&2; exit 1
+fi
+
+status=0
+ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600 || status=$?
+
+if [ "${ZEN_SKIP_CUDA:-0}" != 1 ] && [ -x /usr/local/cuda/bin/nvcc ]; then
+  cmake --preset cuda
+  cmake --build build-cuda -j "$jobs" --target zen_cuda_all
+  ctest --test-dir build-cuda --output-on-failure -L gpu --timeout 600 || status=$?
+fi
+
+if [ -n "${ZEN_SANITIZE_SUITE:-}" ]; then
+  bash scripts/sanitize.sh || status=$?
+fi
+exit $status

@@ -1,0 +1,174 @@
+#include "zen/comm/communicator.hpp"
+
+#include <numeric>
+
+namespace zen {
+
+const char* comm_op_name(CommOp op) noexcept {
+  switch (op) {
+    case CommOp::Send: return "send";
+    case CommOp::Recv: return "recv";
+    case CommOp::SendRecv: return "sendrecv";
+    case CommOp::Alltoallv: return "alltoallv";
+    case CommOp::Allgatherv: return "allgatherv";
+    case CommOp::Allreduce: return "allreduce";
+    case CommOp::Broadcast: return "broadcast";
+    case CommOp::Barrier: return "barrier";
+    case CommOp::Allgather: return "allgather";
+    case CommOp::Count: break;
+  }
+  return "?";
+}
+
+uint64_t TrafficStats::total_sent() const { return std::accumulate(sent.begin(), sent.end(), uint64_t{0}); }
+uint64_t TrafficStats::total_recv() const { return std::accumulate(recv.begin(), recv.end(), uint64_t{0}); }
+TrafficStats TrafficStats::operator-(const TrafficStats& o) const {
+  TrafficStats r;
+  for (size_t i = 0; i < kOps; ++i) {
+    r.sent[i] = sent[i] - o.sent[i];
+    r.recv[i] = recv[i] - o.recv[i];
+    r.calls[i] = calls[i] - o.calls[i];
+  }
+  return r;
+}
+
+size_t ring_chunk_bytes(size_t count, size_t elem, int n, int i) {
+  size_t un = static_cast<size_t>(n);
+  size_t ui = static_cast<size_t>(i);
+  return (count / un + (ui < count % un ? 1 : 0)) * elem;
+}
+
+void Communicator::fail(Result code, int peer, const std::string& detail) const {
+  std::string msg = "rank " + std::to_string(rank()) + "/" + std::to_string(size()) + " " + backend_name() + " " +
+                    comm_op_name(op_) + " #" + std::to_string(seq_);
+  if (peer >= 0) msg += " peer " + std::to_string(peer);
+  msg += ": " + detail;
+  ZEN_THROW(code, msg);
+}
+
+void Communicator::check_peer(int peer) const {
+  if (peer < 0 || peer >= size()) fail(Result::InvalidArgument, -1, "peer " + std::to_string(peer) + " is outside [0, " + std::to_string(size()) + ")");
+}
+
+template <typename F>
+void Communicator::run_op(CommOp op, F&& body) {
+  op_ = op;
+  ++seq_;
+  if (failed_) fail(Result::InvalidUsage, -1, "communicator already failed and refuses further use (first error: " + failure_ + ")");
+  try {
+    body();
+  } catch (const Error& e) {
+    failed_ = true;
+    failure_ = e.what();
+    throw;
+  } catch (const std::exception& e) {
+    failed_ = true;
+    failure_ = e.what();
+    fail(Result::SystemError, -1, e.what());
+  }
+  stats_.calls[static_cast<size_t>(op)]++;
+}
+
+void Communicator::send(const void* buf, size_t bytes, int peer, int tag) {
+  run_op(CommOp::Send, [&] {
+    check_peer(peer);
+    if (tag < 0 || tag > 16383) fail(Result::InvalidArgument, peer, "tag " + std::to_string(tag) + " outside [0, 16383]");
+    do_send(buf, bytes, peer, tag);
+    stats_.sent[static_cast<size_t>(CommOp::Send)] += bytes;
+  });
+}
+
+void Communicator::recv(void* buf, size_t bytes, int peer, int tag) {
+  run_op(CommOp::Recv, [&] {
+    check_peer(peer);
+    if (tag < 0 || tag > 16383) fail(Result::InvalidArgument, peer, "tag " + std::to_string(tag) + " outside [0, 16383]");
+    do_recv(buf, bytes, peer, tag);
+    stats_.recv[static_cast<size_t>(CommOp::Recv)] += bytes;
+  });
+}
+
+void Communicator::sendrecv(const void* sbuf, size_t sbytes, int dst, void* rbuf, size_t rbytes, int src, int tag) {
+  run_op(CommOp::SendRecv, [&] {
+    check_peer(dst);
+    check_peer(src);
+    if (tag < 0 || tag > 16383) fail(Result::InvalidArgument, dst, "tag " + std::to_string(tag) + " outside [0, 16383]");
+    do_sendrecv(sbuf, sbytes, dst, rbuf, rbytes, src, tag);
+    stats_.sent[static_cast<size_t>(CommOp::SendRecv)] += sbytes;
+    stats_.recv[static_cast<size_t>(CommOp::SendRecv)] += rbytes;
+  });
+}
+
+void Communicator::alltoallv(const void* sbuf, const size_t* scounts, const size_t* sdispls, void* rbuf,
+                             const size_t* rcounts, const size_t* rdispls) {
+  run_op(CommOp::Alltoallv, [&] {
+    do_alltoallv(sbuf, scounts, sdispls, rbuf, rcounts, rdispls);
+    const int me = rank();
+    for (int p = 0; p < size(); ++p) {
+      if (p == me) continue;
+      stats_.sent[static_cast<size_t>(CommOp::Alltoallv)] += scounts[p];
+      stats_.recv[static_cast<size_t>(CommOp::Alltoallv)] += rcounts[p];
+    }
+  });
+}
+
+void Communicator::allgatherv(const void* sbuf, size_t sbytes, void* rbuf, const size_t* rcounts,
+                              const size_t* rdispls) {
+  run_op(CommOp::Allgatherv, [&] {
+    const int me = rank();
+    if (rcounts[me] != sbytes)
+      fail(Result::InvalidArgument, -1, "allgatherv send size " + std::to_string(sbytes) + " != rcounts[own rank] " + std::to_string(rcounts[me]));
+    do_allgatherv(sbuf, sbytes, rbuf, rcounts, rdispls);
+    stats_.sent[static_cast<size_t>(CommOp::Allgatherv)] += sbytes * static_cast<uint64_t>(size() - 1);
+    for (int p = 0; p < size(); ++p)
+      if (p != me) stats_.recv[static_cast<size_t>(CommOp::Allgatherv)] += rcounts[p];
+  });
+}
+
+void Communicator::allgather(const void* sbuf, size_t bytes, void* rbuf) {
+  const int n = size();
+  std::vector<size_t> counts(static_cast<size_t>(n), bytes), displs(static_cast<size_t>(n));
+  for (int p = 0; p < n; ++p) displs[p] = bytes * static_cast<size_t>(p);
+  run_op(CommOp::Allgather, [&] {
+    do_allgatherv(sbuf, bytes, rbuf, counts.data(), displs.data());
+    stats_.sent[static_cast<size_t>(CommOp::Allgather)] += bytes * static_cast<uint64_t>(n - 1);
+    stats_.recv[static_cast<size_t>(CommOp::Allgather)] += bytes * static_cast<uint64_t>(n - 1);
+  });
+}
+
+void Communicator::allreduce(void* buf, size_t count, DType dtype, ReduceOp op) {
+  run_op(CommOp::Allreduce, [&] {
+    do_allreduce(buf, count, dtype, op);
+    // Native algorithms hide their schedule: count what a bandwidth-optimal ring moves.
+    if (size() > 1) {
+      size_t total = count * dtype_size(dtype);
+      size_t own = ring_chunk_bytes(count, dtype_size(dtype), size(), rank());
+      stats_.sent[static_cast<size_t>(CommOp::Allreduce)] += 2 * (total - own);
+      stats_.recv[static_cast<size_t>(CommOp::Allreduce)] += 2 * (total - own);
+    }
+  });
+}
+
+void Communicator::broadcast(void* buf, size_t bytes, int root) {
+  run_op(CommOp::Broadcast, [&] {
+    check_peer(root);
+    do_broadcast(buf, bytes, root);
+    if (rank() == root)
+      stats_.sent[static_cast<size_t>(CommOp::Broadcast)] += bytes * static_cast<uint64_t>(size() - 1);
+    else
+      stats_.recv[static_cast<size_t>(CommOp::Broadcast)] += bytes;
+  });
+}
+
+void Communicator::barrier() {
+  run_op(CommOp::Barrier, [&] { do_barrier(); });
+}
+
+void Communicator::abort(const std::string& reason) {
+  if (!failed_) {
+    failed_ = true;
+    failure_ = "aborted by rank " + std::to_string(rank()) + ": " + reason;
+  }
+  do_abort(reason);
+}
+
+}  // namespace zen

@@ -1,0 +1,135 @@
+#pragma once
+// Collective checks shared by the loopback and MPI test binaries: every rank runs the same function
+// on its communicator; inputs are small integers so every result is exact.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "zen/comm/communicator.hpp"
+
+namespace zen::test {
+
+template <typename T>
+inline T tv(double x) { return static_cast<T>(x); }
+
+// Value that rank r puts at element i: exact in every dtype (|v| <= 64).
+inline double rv(int r, size_t i) { return static_cast<double>((static_cast<int>(i % 7) - 3) + r); }
+
+template <typename T>
+void check_allreduce(Communicator& c, size_t count) {
+  const int n = c.size(), r = c.rank();
+  std::vector<T> buf(count);
+  for (size_t i = 0; i < count; ++i) buf[i] = tv<T>(rv(r, i));
+  auto before = c.stats();
+  c.allreduce(buf.data(), count, dtype_of<T>::value);
+  for (size_t i = 0; i < count; ++i) {
+    double want = 0;
+    for (int p = 0; p < n; ++p) want += rv(p, i);
+    ASSERT_EQ(static_cast<double>(buf[i]), want) << "rank " << r << " element " << i;
+  }
+  auto d = c.stats() - before;
+  const size_t total = count * sizeof(T);
+  const size_t expect = n > 1 ? 2 * (total - ring_chunk_bytes(count, sizeof(T), n, r)) : 0;
+  EXPECT_EQ(d.sent[static_cast<size_t>(CommOp::Allreduce)], expect);
+}
+
+// Rank r sends (r + p + 1) * scale elements to p; every element encodes (source, dest, position).
+inline void check_alltoallv(Communicator& c, size_t scale) {
+  const int n = c.size(), r = c.rank();
+  auto cnt = [&](int src, int dst) { return static_cast<size_t>(src + dst + 1) * scale % 1009; };
+  std::vector<size_t> sc(n), sd(n), rc(n), rd(n);
+  size_t st = 0, rt = 0;
+  for (int p = 0; p < n; ++p) {
+    sc[p] = cnt(r, p) * 4;
+    sd[p] = st;
+    st += sc[p];
+    rc[p] = cnt(p, r) * 4;
+    rd[p] = rt;
+    rt += rc[p];
+  }
+  std::vector<int32_t> sbuf(st / 4), rbuf(rt / 4, -1);
+  for (int p = 0; p < n; ++p)
+    for (size_t i = 0; i < cnt(r, p); ++i) sbuf[sd[p] / 4 + i] = static_cast<int32_t>(r * 1000000 + p * 10000 + static_cast<int>(i));
+  auto before = c.stats();
+  c.alltoallv(sbuf.data(), sc.data(), sd.data(), rbuf.data(), rc.data(), rd.data());
+  for (int p = 0; p < n; ++p)
+    for (size_t i = 0; i < cnt(p, r); ++i)
+      ASSERT_EQ(rbuf[rd[p] / 4 + i], static_cast<int32_t>(p * 1000000 + r * 10000 + static_cast<int>(i)));
+  auto d = c.stats() - before;
+  EXPECT_EQ(d.sent[static_cast<size_t>(CommOp::Alltoallv)], st - sc[r]);
+  EXPECT_EQ(d.recv[static_cast<size_t>(CommOp::Alltoallv)], rt - rc[r]);
+}
+
+inline void check_allgatherv(Communicator& c, size_t scale) {
+  const int n = c.size(), r = c.rank();
+  auto cnt = [&](int p) { return (static_cast<size_t>(p) * 37 + scale) % (scale + 5); };  // includes zero-size blocks
+  std::vector<size_t> rc(n), rd(n);
+  size_t t = 0;
+  for (int p = 0; p < n; ++p) {
+    rc[p] = cnt(p) * 8;
+    rd[p] = t;
+    t += rc[p];
+  }
+  std::vector<int64_t> mine(cnt(r)), all(t / 8, -1);
+  for (size_t i = 0; i < mine.size(); ++i) mine[i] = r * 1000003LL + static_cast<int64_t>(i);
+  auto before = c.stats();
+  c.allgatherv(mine.data(), mine.size() * 8, all.data(), rc.data(), rd.data());
+  for (int p = 0; p < n; ++p)
+    for (size_t i = 0; i < cnt(p); ++i) ASSERT_EQ(all[rd[p] / 8 + i], p * 1000003LL + static_cast<int64_t>(i));
+  auto d = c.stats() - before;
+  EXPECT_EQ(d.sent[static_cast<size_t>(CommOp::Allgatherv)], mine.size() * 8 * static_cast<size_t>(n - 1));
+  EXPECT_EQ(d.recv[static_cast<size_t>(CommOp::Allgatherv)], t - rc[r]);
+}
+
+inline void check_broadcast_p2p_barrier(Communicator& c, size_t count) {
+  const int n = c.size(), r = c.rank();
+  for (int root = 0; root < n; root += (n > 3 ? n / 3 : 1)) {
+    std::vector<float> b(count, r == root ? static_cast<float>(root + 1) : -1.0f);
+    c.broadcast(b.data(), count * 4, root);
+    for (size_t i = 0; i < count; ++i) ASSERT_EQ(b[i], static_cast<float>(root + 1));
+  }
+  // Ring shift with sendrecv, then explicit send/recv pairs (even ranks send first).
+  std::vector<int> out(count, r), in(count, -1);
+  c.sendrecv(out.data(), count * 4, (r + 1) % n, in.data(), count * 4, (r - 1 + n) % n, 7);
+  for (size_t i = 0; i < count; ++i) ASSERT_EQ(in[i], (r - 1 + n) % n);
+  if (n > 1) {
+    int partner = r ^ 1;
+    if (partner < n) {
+      std::vector<int> got(count, -1);
+      if (r % 2 == 0) {
+        c.send(out.data(), count * 4, partner, 3);
+        c.recv(got.data(), count * 4, partner, 3);
+      } else {
+        c.recv(got.data(), count * 4, partner, 3);
+        c.send(out.data(), count * 4, partner, 3);
+      }
+      for (size_t i = 0; i < count; ++i) ASSERT_EQ(got[i], partner);
+    }
+  }
+  c.barrier();
+  auto vals = c.allgather_value<int64_t>(r * 11);
+  for (int p = 0; p < n; ++p) ASSERT_EQ(vals[p], p * 11);
+}
+
+inline const std::vector<size_t>& suite_sizes() {
+  static const std::vector<size_t> s{0, 1, 31, 1000, (1u << 20) + 3};
+  return s;
+}
+
+/// The whole suite on one communicator (used by both backends).
+inline void run_comm_suite(Communicator& c) {
+  for (size_t count : suite_sizes()) {
+    SCOPED_TRACE("count " + std::to_string(count));
+    check_allreduce<float>(c, count);
+    check_allreduce<double>(c, count);
+    check_allreduce<half>(c, count);
+    check_allreduce<bfloat16>(c, count);
+    check_broadcast_p2p_barrier(c, count);
+    check_alltoallv(c, count);
+    check_allgatherv(c, count);
+  }
+}
+
+}  // namespace zen::test
