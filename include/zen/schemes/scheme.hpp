@@ -1,0 +1,125 @@
+#pragma once
+// One interface for every sparse allreduce scheme (Gloo style: the constructor sets up, run() moves
+// data). Semantics shared by all schemes:
+//  - input: a SparseView on each rank, same N, D, dtype on all ranks (checked once at setup);
+//    indices in [0, N/D), any order; duplicates are summed (or rejected, Options::duplicates).
+//  - result: the elementwise sum over ranks. Its support is the UNION of the input supports: a
+//    coordinate whose contributions cancel to exactly 0 stays present. Every rank gets identical
+//    bits. Output either as a dense buffer (N values, zeros outside the support) or as a sorted
+//    SparseTensor (indices ascending, int64), caller's choice.
+//  - 16-bit values are accumulated in fp32 and rounded once.
+//  - report(): bytes sent/received per rank and per phase, imbalance, chosen encodings.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "zen/comm/communicator.hpp"
+#include "zen/tensor.hpp"
+
+namespace zen {
+
+enum class PullEncoding : uint8_t { Auto = 0, Coo = 1, Bitmap = 2 };
+enum class DuplicatePolicy : uint8_t { Sum = 0, Reject = 1 };
+
+struct TensorSpec {
+  uint64_t dense_len = 0;  ///< N elements
+  uint32_t row_width = 1;  ///< D
+  DType dtype = DType::F32;
+};
+
+struct SchemeOptions {
+  PullEncoding pull = PullEncoding::Auto;   ///< balanced / sparse_ps pull encoding (forced modes for experiments)
+  DuplicatePolicy duplicates = DuplicatePolicy::Sum;
+  uint64_t seed = 0;                        ///< h0 seed; rank 0's value is broadcast at setup
+  int hash_functions = 3;                   ///< k second-level hashes
+  double parallel_factor = 2.0;             ///< r1 = factor * nnz (total over owners)
+  double serial_fraction = 0.1;             ///< r2 = fraction * r1
+  int threads = 0;                          ///< CPU threads for hashing (0 = hardware concurrency)
+  bool validate = true;                     ///< check index ranges on input
+  double sparcml_dense_switch = 0.0;        ///< density where SparCML switches to dense (0 = byte break-even)
+  uint32_t block_size = 256;                ///< OmniReduce block size (elements)
+};
+
+/// Bytes and time of one phase of one call on this rank.
+struct PhaseReport {
+  std::string name;
+  uint64_t sent = 0;
+  uint64_t recv = 0;
+  double seconds = 0;
+};
+
+struct SyncReport {
+  std::vector<PhaseReport> phases;
+  uint64_t sent = 0, recv = 0;       ///< totals over phases
+  double seconds = 0;                ///< wall time of the call on this rank
+  double push_imbalance = 1.0;       ///< max/mean over owners of entries pushed (balanced, ps, omni)
+  double pull_imbalance = 1.0;       ///< max/mean over owners of result entries
+  uint64_t result_nnz = 0;           ///< rows in the result support
+  std::string encoding;              ///< e.g. "coo", "bitmap", "mixed", "dense"
+  uint64_t serial_overflows = 0;     ///< balanced: owners whose serial region overflowed (handled losslessly)
+};
+
+class SparseAllreduce {
+ public:
+  virtual ~SparseAllreduce() = default;
+  virtual const char* name() const = 0;
+
+  /// Sum `in` over all ranks; `out` receives the sorted sparse result (dense_len/row_width/dtype set).
+  void run(const SparseView& in, SparseTensor& out);
+  /// Sum `in` over all ranks into a dense buffer of N values of the spec's dtype (overwritten).
+  void run_dense(const SparseView& in, void* dense_out);
+
+  const SyncReport& report() const { return report_; }
+  const TensorSpec& spec() const { return spec_; }
+  Communicator& comm() { return comm_; }
+
+ protected:
+  SparseAllreduce(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt);
+
+  /// Scheme body. Dense output mode iff `sparse_out` is null (then `dense_out` may itself be null
+  /// when N == 0: never pass a null pointer to memset/memcpy). `in` is validated and, if
+  /// the policy asks, duplicate-checked. Implementations fill report_ phases via Phase.
+  virtual void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) = 0;
+
+  /// RAII phase timer/byte counter: records the communicator's traffic delta under `name`.
+  class Phase {
+   public:
+    Phase(SparseAllreduce& s, const char* name);
+    ~Phase();
+
+   private:
+    SparseAllreduce& s_;
+    PhaseReport r_;
+    TrafficStats before_;
+    double t0_;
+  };
+
+  Communicator& comm_;
+  TensorSpec spec_;
+  SchemeOptions opt_;
+  SyncReport report_;
+
+ private:
+  void prepare(const SparseView& in);
+};
+
+/// Names: "balanced", "dense" (ring RS+AG over the communicator), "dense_native" (backend allreduce),
+/// "allgather", "sparcml", "omnireduce", "sparse_ps".
+std::unique_ptr<SparseAllreduce> make_scheme(const std::string& name, Communicator& comm, const TensorSpec& spec,
+                                             const SchemeOptions& opt = {});
+const std::vector<std::string>& scheme_names();
+
+// ---- helpers shared by the scheme implementations (src/schemes/common.cpp) ----
+namespace detail {
+/// Sort (key, value-row) pairs by key (stable) and sum equal keys in order, accumulating in
+/// accum_of<T>. Output keys are strictly increasing.
+void sort_and_reduce(std::vector<int64_t>& keys, std::vector<uint8_t>& values, uint32_t row_width, DType t);
+/// Merge sorted-or-not COO contributions into `out` (sorted, union support, sum in input order).
+void write_sparse_result(std::vector<int64_t>&& keys, std::vector<uint8_t>&& values, const TensorSpec& spec,
+                         SparseTensor& out);
+/// Scatter a sorted sparse result into a zeroed dense buffer.
+void sparse_to_dense(const SparseTensor& s, void* dense);
+double seconds_now();
+}  // namespace detail
+
+}  // namespace zen

@@ -1,0 +1,131 @@
+#include "zen/schemes/scheme.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <map>
+
+#include "zen/error.hpp"
+
+namespace zen {
+
+namespace detail {
+double seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace detail
+
+namespace {
+struct SetupRecord {
+  uint64_t dense_len;
+  uint32_t row_width;
+  uint32_t dtype;
+  uint64_t name_hash;
+};
+}  // namespace
+
+SparseAllreduce::SparseAllreduce(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt)
+    : comm_(comm), spec_(spec), opt_(opt) {
+  const std::string where = "rank " + std::to_string(comm.rank()) + " sparse allreduce setup: ";
+  ZEN_ENFORCE(spec.row_width >= 1, where + "row width must be >= 1");
+  ZEN_ENFORCE(spec.dense_len % spec.row_width == 0, where + "dense length " + std::to_string(spec.dense_len) +
+                                                        " is not divisible by row width " + std::to_string(spec.row_width));
+  // Agree on the h0 seed (rank 0's) and check that every rank has the same tensor spec: one small
+  // allgather at setup, nothing per call.
+  comm_.broadcast(&opt_.seed, sizeof(opt_.seed), 0);
+  SetupRecord mine{spec.dense_len, spec.row_width, static_cast<uint32_t>(spec.dtype), 0};
+  auto all = comm_.allgather_value(mine);
+  for (int p = 0; p < comm_.size(); ++p) {
+    const auto& o = all[static_cast<size_t>(p)];
+    if (o.dense_len != mine.dense_len || o.row_width != mine.row_width || o.dtype != mine.dtype)
+      ZEN_THROW(Result::InvalidUsage,
+                where + "rank " + std::to_string(p) + " has N=" + std::to_string(o.dense_len) + " D=" +
+                    std::to_string(o.row_width) + " dtype=" + dtype_name(static_cast<DType>(o.dtype)) + " but rank " +
+                    std::to_string(comm_.rank()) + " has N=" + std::to_string(mine.dense_len) + " D=" +
+                    std::to_string(mine.row_width) + " dtype=" + dtype_name(spec.dtype));
+  }
+}
+
+void SparseAllreduce::prepare(const SparseView& in) {
+  const std::string op = std::string("sparse allreduce (") + name() + ")";
+  const std::string where = "rank " + std::to_string(comm_.rank()) + " " + op + ": ";
+  ZEN_ENFORCE(in.dense_len == spec_.dense_len, where + "input N=" + std::to_string(in.dense_len) +
+                                                   " differs from the scheme's N=" + std::to_string(spec_.dense_len));
+  ZEN_ENFORCE(in.row_width == spec_.row_width, where + "input row width " + std::to_string(in.row_width) +
+                                                   " differs from the scheme's " + std::to_string(spec_.row_width));
+  ZEN_ENFORCE(in.dtype == spec_.dtype, where + "input dtype " + dtype_name(in.dtype) + " differs from the scheme's " +
+                                           dtype_name(spec_.dtype));
+  if (opt_.validate) validate(in, comm_.rank(), op.c_str());
+  if (opt_.duplicates == DuplicatePolicy::Reject && has_duplicates(in))
+    ZEN_THROW(Result::InvalidArgument, where + "duplicate indices in the input (policy: reject; use DuplicatePolicy::Sum to sum them)");
+}
+
+void SparseAllreduce::run(const SparseView& in, SparseTensor& out) {
+  report_ = SyncReport{};
+  const double t0 = detail::seconds_now();
+  prepare(in);
+  out = SparseTensor(spec_.dense_len, spec_.dtype, spec_.row_width);
+  execute(in, &out, nullptr);
+  report_.seconds = detail::seconds_now() - t0;
+  report_.result_nnz = out.nnz();
+}
+
+void SparseAllreduce::run_dense(const SparseView& in, void* dense_out) {
+  report_ = SyncReport{};
+  const double t0 = detail::seconds_now();
+  prepare(in);
+  execute(in, nullptr, dense_out);
+  report_.seconds = detail::seconds_now() - t0;
+}
+
+SparseAllreduce::Phase::Phase(SparseAllreduce& s, const char* name) : s_(s), before_(s.comm_.stats()), t0_(detail::seconds_now()) {
+  r_.name = name;
+}
+
+SparseAllreduce::Phase::~Phase() {
+  TrafficStats d = s_.comm_.stats() - before_;
+  r_.sent = d.total_sent();
+  r_.recv = d.total_recv();
+  r_.seconds = detail::seconds_now() - t0_;
+  s_.report_.sent += r_.sent;
+  s_.report_.recv += r_.recv;
+  s_.report_.phases.push_back(r_);
+}
+
+// Factory: each scheme file registers a constructor function declared here.
+std::unique_ptr<SparseAllreduce> make_balanced(Communicator&, const TensorSpec&, const SchemeOptions&);
+std::unique_ptr<SparseAllreduce> make_dense_ring(Communicator&, const TensorSpec&, const SchemeOptions&);
+std::unique_ptr<SparseAllreduce> make_dense_native(Communicator&, const TensorSpec&, const SchemeOptions&);
+std::unique_ptr<SparseAllreduce> make_allgather(Communicator&, const TensorSpec&, const SchemeOptions&);
+std::unique_ptr<SparseAllreduce> make_sparcml(Communicator&, const TensorSpec&, const SchemeOptions&);
+std::unique_ptr<SparseAllreduce> make_omnireduce(Communicator&, const TensorSpec&, const SchemeOptions&);
+std::unique_ptr<SparseAllreduce> make_sparse_ps(Communicator&, const TensorSpec&, const SchemeOptions&);
+
+using Maker = std::unique_ptr<SparseAllreduce> (*)(Communicator&, const TensorSpec&, const SchemeOptions&);
+static const std::vector<std::pair<std::string, Maker>>& registry() {
+  static const std::vector<std::pair<std::string, Maker>> r{
+      {"balanced", &make_balanced},   {"dense", &make_dense_ring},     {"dense_native", &make_dense_native},
+      {"allgather", &make_allgather}, {"sparcml", &make_sparcml},      {"omnireduce", &make_omnireduce},
+      {"sparse_ps", &make_sparse_ps}};
+  return r;
+}
+
+const std::vector<std::string>& scheme_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (auto& e : registry()) v.push_back(e.first);
+    return v;
+  }();
+  return names;
+}
+
+std::unique_ptr<SparseAllreduce> make_scheme(const std::string& name, Communicator& comm, const TensorSpec& spec,
+                                             const SchemeOptions& opt) {
+  for (auto& e : registry())
+    if (e.first == name) return e.second(comm, spec, opt);
+  std::string all;
+  for (auto& e : registry()) all += (all.empty() ? "" : ", ") + e.first;
+  ZEN_THROW(Result::InvalidArgument, "unknown scheme '" + name + "' (known: " + all + ")");
+}
+
+}  // namespace zen
