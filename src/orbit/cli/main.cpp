@@ -1,0 +1,299 @@
+// zen_orbit: contact windows, link budgets and plots for orbit-aware FL scenarios.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "zen/error.hpp"
+#include "zen/orbit/contact.hpp"
+#include "zen/orbit/link.hpp"
+#include "zen/orbit/scenario.hpp"
+#include "zen/orbit/visibility.hpp"
+
+namespace zo = zen::orbit;
+
+namespace {
+
+struct ScenarioArgs {
+  std::string name = "reference";
+  std::string config;
+  std::string propagator;  // empty: the scenario's own (two-body for the built-ins)
+  double days = 1.0;
+  unsigned threads = 0;
+};
+
+void add_scenario_options(CLI::App* app, ScenarioArgs& a, bool with_days) {
+  app->add_option("--scenario", a.name, "built-in scenario: reference, reference-star, bremen, northpole, starlink")
+      ->capture_default_str();
+  app->add_option("--config", a.config, "scenario JSON file (overrides --scenario; format in docs/orbit.md)");
+  app->add_option("--propagator", a.propagator, "two-body (default) or j2")
+      ->check(CLI::IsMember({"two-body", "j2"}));
+  app->add_option("--threads", a.threads, "worker threads for window prediction (0 = all cores)");
+  if (with_days) app->add_option("--days", a.days, "prediction horizon in days")->capture_default_str();
+}
+
+zo::Scenario load(const ScenarioArgs& a) {
+  zo::Scenario sc = a.config.empty() ? zo::Scenario::named(a.name) : zo::Scenario::from_file(a.config);
+  if (!a.propagator.empty()) sc.propagator = zo::parse_propagator(a.propagator);
+  for (const auto& w : zo::ring_warnings(sc)) std::cerr << "warning: " << w << "\n";
+  return sc;
+}
+
+zo::PredictOptions predict_options(const ScenarioArgs& a) {
+  ZEN_ENFORCE(a.days > 0.0, "--days must be positive, got " + std::to_string(a.days));
+  zo::PredictOptions o;
+  o.horizon_s = a.days * 86400.0;
+  o.threads = a.threads;
+  return o;
+}
+
+struct PlanSummary {
+  double mean_fraction = 0, min_fraction = 1, max_fraction = 0;
+  double mean_windows = 0;
+  std::size_t min_windows = 0, max_windows = 0;
+};
+
+PlanSummary summarize(const zo::ContactPlan& plan) {
+  PlanSummary s;
+  const int n = plan.num_satellites();
+  s.min_windows = static_cast<std::size_t>(-1);
+  for (int k = 0; k < n; ++k) {
+    const double f = plan.visible_fraction(k);
+    const std::size_t w = plan.windows(k).size();
+    s.mean_fraction += f / n;
+    s.min_fraction = std::min(s.min_fraction, f);
+    s.max_fraction = std::max(s.max_fraction, f);
+    s.mean_windows += static_cast<double>(w) / n;
+    s.min_windows = std::min(s.min_windows, w);
+    s.max_windows = std::max(s.max_windows, w);
+  }
+  return s;
+}
+
+int cmd_windows(const ScenarioArgs& a, const std::string& out) {
+  const zo::Scenario sc = load(a);
+  const zo::PredictOptions opt = predict_options(a);
+  const auto t0 = std::chrono::steady_clock::now();
+  const zo::ContactPlan plan = zo::ContactPlan::predict(sc, opt);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (out.empty() || out == "-") {
+    plan.write_csv(std::cout, sc);
+  } else {
+    std::ofstream f(out);
+    ZEN_CHECK_CODE(f.good(), zen::Result::SystemError, "cannot write '" + out + "'");
+    plan.write_csv(f, sc);
+    ZEN_CHECK_CODE(f.good(), zen::Result::SystemError, "write to '" + out + "' failed");
+  }
+  const PlanSummary s = summarize(plan);
+  std::fprintf(stderr,
+               "scenario %s (%s): %d satellites, %zu server endpoint(s), %.3f days\n"
+               "windows: %zu total, per satellite mean %.3f (min %zu, max %zu)\n"
+               "visible fraction: mean %.4f (min %.4f, max %.4f)\n"
+               "prediction time: %.3f s\n",
+               sc.name.c_str(), zo::propagator_name(sc.propagator), sc.num_satellites(), sc.servers.size(), a.days,
+               plan.total_windows(), s.mean_windows, s.min_windows, s.max_windows, s.mean_fraction, s.min_fraction,
+               s.max_fraction, secs);
+  return 0;
+}
+
+int cmd_links(const ScenarioArgs& a, double bits) {
+  const zo::Scenario sc = load(a);
+  const zo::ContactPlan plan = zo::ContactPlan::predict(sc, predict_options(a));
+  const double mask = sc.elevation_mask_deg * zo::kDegToRad;
+  const double R = zo::kEarthRadius + sc.atmosphere_margin_m;
+  std::printf("scenario %s: model %.0f bit, horizon %.3f days\n", sc.name.c_str(), bits, a.days);
+  // Distinct rings (by size and radius).
+  std::printf("\nIntra-orbit ISL rings\n");
+  std::set<std::pair<int, long long>> seen;
+  std::vector<std::pair<std::string, double>> links;
+  for (const zo::RingInfo& r : zo::ring_infos(sc)) {
+    const double alt = sc.satellites[static_cast<std::size_t>(sc.plane_members(r.plane)[0])].orbit.altitude_m;
+    if (!seen.insert({r.sats, std::llround(r.neighbour_distance_m)}).second) continue;
+    std::printf("  plane %d: S=%d, h=%.1f km, neighbour distance %.1f km, chord clearance %.1f km, %s\n", r.plane,
+                r.sats, alt / 1e3, r.neighbour_distance_m / 1e3, r.chord_clearance_m / 1e3,
+                r.feasible ? "feasible" : "BLOCKED");
+    if (r.sats > 1) links.push_back({"ISL plane " + std::to_string(r.plane), r.neighbour_distance_m});
+  }
+  std::printf("\nServer links (worst case = largest distance over all predicted windows)\n");
+  const zo::Geometry geo(sc);
+  for (int p = 0; p < static_cast<int>(sc.servers.size()); ++p) {
+    const auto& srv = sc.servers[static_cast<std::size_t>(p)];
+    double bound = 0.0, worst = 0.0;
+    for (int k = 0; k < sc.num_satellites(); ++k) {
+      const double r_sat = geo.trajectory(k).radius();
+      if (srv.kind == zo::ServerNode::Kind::Ground) {
+        bound = std::max(bound, zo::max_slant_range(r_sat, zo::kEarthRadius + srv.station.alt_m, mask));
+      } else {
+        bound = std::max(bound, zo::tangent_distance(r_sat, srv.orbit.radius_m(), R));
+      }
+      for (const auto& w : plan.windows(k))
+        if (w.peer == p) worst = std::max(worst, w.max_dist_m);
+    }
+    std::printf("  peer %d '%s' (%s): geometric bound %.1f km, worst observed %.1f km\n", p, srv.name.c_str(),
+                srv.kind == zo::ServerNode::Kind::Ground ? "ground" : "satellite", bound / 1e3, worst / 1e3);
+    for (const std::string& name : zo::LinkPreset::names()) {
+      // Rate integrated over each closed window as the geometry changes vs its worst-case rate.
+      const zo::LinkPreset lp = zo::LinkPreset::named(name);
+      double sum_mean = 0.0, sum_worst = 0.0;
+      int count = 0;
+      for (int k = 0; k < sc.num_satellites(); ++k)
+        for (const auto& w : plan.windows(k))
+          if (w.peer == p && !w.open_at_start && !w.open_at_end) {
+            sum_mean += zo::window_mean_rate_bps(lp, geo, w, 10.0);
+            sum_worst += zo::window_rate_bps(lp, w);
+            ++count;
+          }
+      if (count > 0)
+        std::printf("    %s: over %d closed windows, mean integrated rate %.6f Mb/s vs mean worst-case rate %.6f Mb/s\n",
+                    name.c_str(), count, sum_mean / count / 1e6, sum_worst / count / 1e6);
+    }
+    links.push_back({"server " + srv.name + " bound", bound});
+    if (worst > 0.0) links.push_back({"server " + srv.name + " worst", worst});
+  }
+  for (const std::string& name : zo::LinkPreset::names()) {
+    const zo::LinkPreset lp = zo::LinkPreset::named(name);
+    std::printf("\nPreset %s: f=%.3g GHz, B=%.3g MHz, P=%.3g W, G=%.4g/%.4g (%.2f dBi), T=%.1f K\n", name.c_str(),
+                lp.frequency_hz / 1e9, lp.bandwidth_hz / 1e6, lp.tx_power_w, lp.gain_tx, lp.gain_rx,
+                zo::to_db(lp.gain_tx), lp.noise_temp_k);
+    std::printf("  %-28s %12s %10s %14s %12s\n", "link", "dist_km", "snr_db", "rate_Mbps", "time_s");
+    for (const auto& [label, d] : links) {
+      std::printf("  %-28s %12.1f %10.2f %14.6f %12.6f\n", label.c_str(), d / 1e3, zo::to_db(zo::snr(lp, d)),
+                  zo::rate_bps(lp, d) / 1e6, zo::transfer_time_s(lp, bits, d));
+    }
+  }
+  return 0;
+}
+
+std::string quote(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+
+int cmd_plot(const ScenarioArgs& a, const std::string& out_dir, int max_tracks, double track_step) {
+  namespace fs = std::filesystem;
+  const zo::Scenario sc = load(a);
+  const zo::PredictOptions opt = predict_options(a);
+  const zo::ContactPlan plan = zo::ContactPlan::predict(sc, opt);
+  fs::create_directories(out_dir);
+  const fs::path dir(out_dir);
+  const int n = sc.num_satellites();
+  {
+    std::ofstream f(dir / "timeline.dat");
+    f << "# start_h sat duration_h peer\n";
+    for (int k = 0; k < n; ++k)
+      for (const auto& w : plan.windows(k))
+        f << w.start_s / 3600.0 << ' ' << k << ' ' << w.duration_s() / 3600.0 << ' ' << w.peer << '\n';
+  }
+  const zo::Geometry geo(sc);
+  std::vector<int> tracked;
+  if (n <= max_tracks) {
+    for (int k = 0; k < n; ++k) tracked.push_back(k);
+  } else {
+    for (int p = 0; p < sc.planes && static_cast<int>(tracked.size()) < max_tracks; ++p) {
+      const auto m = sc.plane_members(p);
+      if (!m.empty()) tracked.push_back(m[0]);
+    }
+  }
+  {
+    std::ofstream f(dir / "groundtrack.dat");
+    f << "# lon_deg lat_deg (one block per satellite)\n";
+    for (int k : tracked) {
+      double prev_lon = 1e9;
+      for (double t = 0.0; t <= opt.horizon_s; t += track_step) {
+        const zo::LatLon ll = zo::subpoint(geo.sat_position(k, t), zo::gmst(t, sc.gmst0_rad));
+        if (std::abs(ll.lon_deg - prev_lon) > 180.0) f << '\n';
+        f << ll.lon_deg << ' ' << ll.lat_deg << '\n';
+        prev_lon = ll.lon_deg;
+      }
+      f << "\n\n";
+    }
+    std::ofstream g(dir / "stations.dat");
+    for (const auto& s : sc.servers)
+      if (s.kind == zo::ServerNode::Kind::Ground) g << s.station.lon_deg << ' ' << s.station.lat_deg << ' ' << s.name << '\n';
+  }
+  const bool has_gs = std::any_of(sc.servers.begin(), sc.servers.end(),
+                                  [](const auto& s) { return s.kind == zo::ServerNode::Kind::Ground; });
+  const fs::path script = dir / "plot.gp";
+  {
+    std::ofstream f(script);
+    const int height = std::clamp(200 + 12 * n, 400, 4000);
+    f << "set terminal pngcairo size 1400," << height << "\n"
+      << "set output " << quote(dir / "timeline.png") << "\n"
+      << "set title 'Visibility of the server: " << sc.name << " (" << zo::propagator_name(sc.propagator)
+      << ", one row per satellite)'\n"
+      << "set xlabel 'time since epoch [h]'\nset ylabel 'satellite id'\n"
+      << "set xrange [0:" << opt.horizon_s / 3600.0 << "]\nset yrange [-1:" << n << "]\nset grid x\n"
+      << "plot " << quote(dir / "timeline.dat")
+      << " using 1:2:3:(0) with vectors nohead lw 3 lc rgb '#1f77b4' notitle\n"
+      << "set terminal pngcairo size 1400,800\n"
+      << "set output " << quote(dir / "groundtrack.png") << "\n"
+      << "set title 'Ground tracks: " << sc.name << " (" << tracked.size() << " satellites, "
+      << opt.horizon_s / 3600.0 << " h)'\n"
+      << "set xlabel 'longitude [deg]'\nset ylabel 'latitude [deg]'\n"
+      << "set xrange [-180:180]\nset yrange [-90:90]\nset grid\nunset key\n"
+      << "plot " << quote(dir / "groundtrack.dat") << " using 1:2 with lines lw 1 lc rgb '#1f77b4'";
+    if (has_gs)
+      f << ", " << quote(dir / "stations.dat") << " using 1:2 with points pt 7 ps 2 lc rgb 'red', "
+        << quote(dir / "stations.dat") << " using 1:2:3 with labels offset 2,1";
+    f << "\n";
+  }
+  const std::string cmd = "gnuplot " + quote(script);
+  const int rc = std::system(cmd.c_str());
+  ZEN_CHECK_CODE(rc == 0, zen::Result::SystemError, "'" + cmd + "' failed with status " + std::to_string(rc));
+  std::printf("wrote %s and %s\n", (dir / "timeline.png").c_str(), (dir / "groundtrack.png").c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"zen_orbit: constellations, contact windows, link budgets and plots"};
+  app.require_subcommand(1);
+
+  ScenarioArgs wa;
+  std::string out;
+  auto* windows = app.add_subcommand("windows", "predict server contact windows (CSV)");
+  add_scenario_options(windows, wa, true);
+  windows->add_option("--out", out, "CSV output file (default: stdout)");
+
+  ScenarioArgs la;
+  double bits = 251200.0;
+  auto* links = app.add_subcommand("links", "ISL and server link distances and rates per preset");
+  add_scenario_options(links, la, true);
+  links->add_option("--bits", bits, "model size in bits for transfer times")->capture_default_str();
+
+  ScenarioArgs pa;
+  std::string dir = "orbit_plots";
+  int max_tracks = 64;
+  double track_step = 60.0;
+  auto* plot = app.add_subcommand("plot", "PNG visibility timeline and ground tracks (gnuplot)");
+  add_scenario_options(plot, pa, true);
+  plot->add_option("--out", dir, "output directory")->capture_default_str();
+  plot->add_option("--max-tracks", max_tracks, "ground tracks drawn (else slot 0 of each plane)")->capture_default_str();
+  plot->add_option("--track-step", track_step, "ground-track sample step [s]")->capture_default_str();
+
+  ScenarioArgs ca;
+  auto* config = app.add_subcommand("config", "print a scenario as a JSON config (editable, loadable with --config)");
+  add_scenario_options(config, ca, false);
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (windows->parsed()) return cmd_windows(wa, out);
+    if (links->parsed()) return cmd_links(la, bits);
+    if (plot->parsed()) return cmd_plot(pa, dir, max_tracks, track_step);
+    if (config->parsed()) {
+      std::cout << load(ca).to_json_text() << "\n";
+      return 0;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "zen_orbit: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,337 @@
+#include "zen/orbit/scenario.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "zen/error.hpp"
+
+namespace zen::orbit {
+
+using json = nlohmann::json;
+
+const char* walker_pattern_name(WalkerPattern p) noexcept {
+  return p == WalkerPattern::Star ? "star" : "delta";
+}
+
+WalkerPattern parse_walker_pattern(const std::string& name) {
+  if (name == "delta") return WalkerPattern::Delta;
+  if (name == "star") return WalkerPattern::Star;
+  ZEN_THROW(Result::InvalidArgument, "unknown Walker pattern '" + name + "' (expected delta or star)");
+}
+
+std::vector<Satellite> make_walker(const WalkerSpec& w) {
+  ZEN_ENFORCE(w.total > 0, "Walker T must be positive, got " + std::to_string(w.total));
+  ZEN_ENFORCE(w.planes > 0, "Walker P must be positive, got " + std::to_string(w.planes));
+  ZEN_ENFORCE(w.total % w.planes == 0, "Walker T = " + std::to_string(w.total) +
+                                           " is not a multiple of P = " + std::to_string(w.planes));
+  ZEN_ENFORCE(w.phasing >= 0 && w.phasing < w.planes,
+              "Walker F = " + std::to_string(w.phasing) + " out of [0, P-1 = " + std::to_string(w.planes - 1) + "]");
+  ZEN_ENFORCE(w.altitude_m > 0.0, "Walker altitude must be positive, got " + std::to_string(w.altitude_m) + " m");
+  const int S = w.total / w.planes;
+  const double spread = w.pattern == WalkerPattern::Delta ? kTwoPi : kPi;
+  std::vector<Satellite> sats;
+  sats.reserve(static_cast<std::size_t>(w.total));
+  for (int p = 0; p < w.planes; ++p) {
+    for (int j = 0; j < S; ++j) {
+      Satellite s;
+      s.id = p * S + j;
+      s.plane = p;
+      s.slot = j;
+      s.name = "P" + std::to_string(p) + "S" + std::to_string(j);
+      s.orbit.altitude_m = w.altitude_m;
+      s.orbit.inclination_rad = w.inclination_deg * kDegToRad;
+      s.orbit.raan_rad = w.raan0_deg * kDegToRad + spread * p / w.planes;
+      s.orbit.arg_lat_rad = w.u0_deg * kDegToRad +
+                            kTwoPi * (static_cast<double>(j) / S + static_cast<double>(w.phasing) * p / w.total);
+      sats.push_back(std::move(s));
+    }
+  }
+  return sats;
+}
+
+ServerNode ServerNode::satellite(std::string name, const CircularOrbit& orbit) {
+  ServerNode n;
+  n.kind = Kind::Satellite;
+  n.name = std::move(name);
+  n.orbit = orbit;
+  return n;
+}
+
+ServerNode ServerNode::ground(const GroundStation& gs) {
+  ServerNode n;
+  n.kind = Kind::Ground;
+  n.name = gs.name;
+  n.station = gs;
+  return n;
+}
+
+namespace {
+
+WalkerSpec reference_walker(bool star) {
+  WalkerSpec w;
+  w.pattern = star ? WalkerPattern::Star : WalkerPattern::Delta;
+  w.inclination_deg = star ? 85.0 : 60.0;
+  w.total = 40;
+  w.planes = 5;
+  w.phasing = 1;
+  w.altitude_m = 2000e3;
+  return w;
+}
+
+ServerNode meo_server() {
+  CircularOrbit o;
+  o.altitude_m = 20000e3;
+  return ServerNode::satellite("meo", o);
+}
+
+int count_planes(const std::vector<Satellite>& sats) {
+  int p = 0;
+  for (const auto& s : sats) p = std::max(p, s.plane + 1);
+  return p;
+}
+
+const std::set<std::string> kTopKeys = {"name", "base", "propagator", "epoch_utc", "gmst0_deg",
+                                        "elevation_mask_deg", "atmosphere_margin_km", "walker",
+                                        "satellites", "servers"};
+
+double get_num(const json& j, const char* key, double dflt, const std::string& where) {
+  if (!j.contains(key)) return dflt;
+  ZEN_ENFORCE(j.at(key).is_number(), where + ": field '" + key + "' must be a number, got " + j.at(key).dump());
+  return j.at(key).get<double>();
+}
+
+double require_num(const json& j, const char* key, const std::string& where) {
+  ZEN_ENFORCE(j.contains(key), where + ": missing field '" + key + "'");
+  return get_num(j, key, 0.0, where);
+}
+
+// altitude from altitude_km or altitude_m
+double get_altitude(const json& j, const std::string& where, bool required) {
+  if (j.contains("altitude_km")) return get_num(j, "altitude_km", 0.0, where) * 1e3;
+  if (j.contains("altitude_m")) return get_num(j, "altitude_m", 0.0, where);
+  ZEN_ENFORCE(!required, where + ": missing field 'altitude_km' (or 'altitude_m')");
+  return 0.0;
+}
+
+CircularOrbit parse_orbit(const json& j, const std::string& where) {
+  CircularOrbit o;
+  o.altitude_m = get_altitude(j, where, true);
+  o.inclination_rad = get_num(j, "inclination_deg", 0.0, where) * kDegToRad;
+  o.raan_rad = get_num(j, "raan_deg", 0.0, where) * kDegToRad;
+  o.arg_lat_rad = get_num(j, "arg_lat_deg", 0.0, where) * kDegToRad;
+  ZEN_ENFORCE(o.altitude_m > 0.0, where + ": altitude must be positive, got " + std::to_string(o.altitude_m) + " m");
+  return o;
+}
+
+json orbit_json(const CircularOrbit& o) {
+  return json{{"altitude_m", o.altitude_m},
+              {"inclination_deg", o.inclination_rad * kRadToDeg},
+              {"raan_deg", o.raan_rad * kRadToDeg},
+              {"arg_lat_deg", o.arg_lat_rad * kRadToDeg}};
+}
+
+}  // namespace
+
+std::vector<std::string> Scenario::builtin_names() {
+  return {"reference", "reference-star", "bremen", "northpole", "starlink"};
+}
+
+Scenario Scenario::named(const std::string& name) {
+  Scenario sc;
+  sc.name = name;
+  if (name == "reference" || name == "reference-star" || name == "bremen" || name == "northpole") {
+    sc.satellites = make_walker(reference_walker(name == "reference-star"));
+    if (name == "bremen") {
+      sc.servers.push_back(ServerNode::ground(GroundStation{"bremen", 53.0, 8.8, 0.0}));
+    } else if (name == "northpole") {
+      sc.servers.push_back(ServerNode::ground(GroundStation{"northpole", 90.0, 0.0, 0.0}));
+    } else {
+      sc.servers.push_back(meo_server());
+    }
+  } else if (name == "starlink") {
+    WalkerSpec w;
+    w.pattern = WalkerPattern::Delta;
+    w.inclination_deg = 53.0;
+    w.total = 1584;
+    w.planes = 72;
+    w.phasing = 1;
+    w.altitude_m = 550e3;
+    sc.satellites = make_walker(w);
+    sc.servers.push_back(ServerNode::ground(GroundStation{"bremen", 53.0, 8.8, 0.0}));
+  } else {
+    std::string all;
+    for (const auto& n : builtin_names()) all += (all.empty() ? "" : ", ") + n;
+    ZEN_THROW(Result::InvalidArgument, "unknown scenario '" + name + "' (built-in: " + all + ")");
+  }
+  sc.planes = count_planes(sc.satellites);
+  sc.validate();
+  return sc;
+}
+
+Scenario Scenario::from_json_text(const std::string& text) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    ZEN_THROW(Result::InvalidArgument, std::string("scenario JSON does not parse: ") + e.what());
+  }
+  ZEN_ENFORCE(j.is_object(), "scenario JSON must be an object, got " + j.dump().substr(0, 80));
+  for (auto it = j.begin(); it != j.end(); ++it)
+    ZEN_ENFORCE(kTopKeys.count(it.key()) == 1, "scenario JSON: unknown field '" + it.key() + "'");
+
+  Scenario sc;
+  try {
+    if (j.contains("base")) sc = named(j.at("base").get<std::string>());
+    sc.name = j.value("name", sc.name.empty() ? std::string("custom") : sc.name);
+    if (j.contains("propagator")) sc.propagator = parse_propagator(j.at("propagator").get<std::string>());
+    if (j.contains("epoch_utc")) sc.epoch_utc = j.at("epoch_utc").get<std::string>();
+    sc.gmst0_rad = get_num(j, "gmst0_deg", sc.gmst0_rad * kRadToDeg, "scenario") * kDegToRad;
+    sc.elevation_mask_deg = get_num(j, "elevation_mask_deg", sc.elevation_mask_deg, "scenario");
+    sc.atmosphere_margin_m = get_num(j, "atmosphere_margin_km", sc.atmosphere_margin_m / 1e3, "scenario") * 1e3;
+
+    if (j.contains("walker") || j.contains("satellites")) sc.satellites.clear();
+    if (j.contains("walker")) {
+      const json& w = j.at("walker");
+      WalkerSpec spec;
+      spec.pattern = parse_walker_pattern(w.value("pattern", std::string("delta")));
+      spec.inclination_deg = require_num(w, "inclination_deg", "walker");
+      spec.total = static_cast<int>(require_num(w, "total", "walker"));
+      spec.planes = static_cast<int>(require_num(w, "planes", "walker"));
+      spec.phasing = static_cast<int>(get_num(w, "phasing", 0.0, "walker"));
+      spec.altitude_m = get_altitude(w, "walker", true);
+      spec.raan0_deg = get_num(w, "raan0_deg", 0.0, "walker");
+      spec.u0_deg = get_num(w, "u0_deg", 0.0, "walker");
+      sc.satellites = make_walker(spec);
+    }
+    if (j.contains("satellites")) {
+      for (const json& s : j.at("satellites")) {
+        Satellite sat;
+        sat.id = static_cast<int>(sc.satellites.size());
+        const std::string where = "satellite " + std::to_string(sat.id);
+        sat.plane = static_cast<int>(require_num(s, "plane", where));
+        sat.slot = static_cast<int>(require_num(s, "slot", where));
+        sat.name = s.value("name", "sat" + std::to_string(sat.id));
+        sat.orbit = parse_orbit(s, where);
+        sc.satellites.push_back(std::move(sat));
+      }
+    }
+    if (j.contains("servers")) {
+      sc.servers.clear();
+      for (const json& s : j.at("servers")) {
+        const std::string where = "server " + std::to_string(sc.servers.size());
+        const std::string type = s.value("type", std::string());
+        if (type == "satellite") {
+          sc.servers.push_back(ServerNode::satellite(s.value("name", "server" + std::to_string(sc.servers.size())),
+                                                     parse_orbit(s, where)));
+        } else if (type == "ground") {
+          GroundStation gs;
+          gs.name = s.value("name", "gs" + std::to_string(sc.servers.size()));
+          gs.lat_deg = require_num(s, "lat_deg", where);
+          gs.lon_deg = require_num(s, "lon_deg", where);
+          gs.alt_m = get_num(s, "alt_m", 0.0, where);
+          sc.servers.push_back(ServerNode::ground(gs));
+        } else {
+          ZEN_THROW(Result::InvalidArgument, where + ": type '" + type + "' is neither satellite nor ground");
+        }
+      }
+    }
+  } catch (const json::exception& e) {
+    ZEN_THROW(Result::InvalidArgument, std::string("scenario JSON: bad field type: ") + e.what());
+  }
+  sc.planes = count_planes(sc.satellites);
+  sc.validate();
+  return sc;
+}
+
+Scenario Scenario::from_file(const std::string& path) {
+  std::ifstream in(path);
+  ZEN_CHECK_CODE(in.good(), Result::SystemError, "cannot open scenario file '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return from_json_text(ss.str());
+}
+
+std::string Scenario::to_json_text() const {
+  json j;
+  j["name"] = name;
+  j["propagator"] = propagator_name(propagator);
+  j["epoch_utc"] = epoch_utc;
+  j["gmst0_deg"] = gmst0_rad * kRadToDeg;
+  j["elevation_mask_deg"] = elevation_mask_deg;
+  j["atmosphere_margin_km"] = atmosphere_margin_m / 1e3;
+  json sats = json::array();
+  for (const auto& s : satellites) {
+    json o = orbit_json(s.orbit);
+    o["plane"] = s.plane;
+    o["slot"] = s.slot;
+    o["name"] = s.name;
+    sats.push_back(o);
+  }
+  j["satellites"] = sats;
+  json servs = json::array();
+  for (const auto& s : servers) {
+    if (s.kind == ServerNode::Kind::Satellite) {
+      json o = orbit_json(s.orbit);
+      o["type"] = "satellite";
+      o["name"] = s.name;
+      servs.push_back(o);
+    } else {
+      servs.push_back(json{{"type", "ground"}, {"name", s.name}, {"lat_deg", s.station.lat_deg},
+                           {"lon_deg", s.station.lon_deg}, {"alt_m", s.station.alt_m}});
+    }
+  }
+  j["servers"] = servs;
+  return j.dump(2);
+}
+
+void Scenario::validate() const {
+  ZEN_ENFORCE(!satellites.empty(), "scenario '" + name + "' has no satellites");
+  ZEN_ENFORCE(!servers.empty(), "scenario '" + name + "' has no server");
+  ZEN_ENFORCE(elevation_mask_deg >= 0.0 && elevation_mask_deg < 90.0,
+              "elevation mask " + std::to_string(elevation_mask_deg) + " deg out of [0, 90)");
+  ZEN_ENFORCE(atmosphere_margin_m >= 0.0,
+              "atmosphere margin " + std::to_string(atmosphere_margin_m) + " m is negative");
+  std::map<int, std::set<int>> slots;
+  for (std::size_t k = 0; k < satellites.size(); ++k) {
+    const Satellite& s = satellites[k];
+    ZEN_ENFORCE(s.id == static_cast<int>(k), "satellite at index " + std::to_string(k) + " has id " + std::to_string(s.id));
+    ZEN_ENFORCE(s.plane >= 0 && s.slot >= 0, "satellite " + std::to_string(k) + " has negative plane/slot (" +
+                                                  std::to_string(s.plane) + ", " + std::to_string(s.slot) + ")");
+    ZEN_ENFORCE(s.orbit.altitude_m > atmosphere_margin_m,
+                "satellite " + std::to_string(k) + " altitude " + std::to_string(s.orbit.altitude_m) +
+                    " m is not above the blocking sphere");
+    ZEN_ENFORCE(slots[s.plane].insert(s.slot).second, "satellite " + std::to_string(k) + " duplicates plane " +
+                                                          std::to_string(s.plane) + " slot " + std::to_string(s.slot));
+  }
+  for (const auto& [plane, set] : slots) {
+    ZEN_ENFORCE(*set.rbegin() == static_cast<int>(set.size()) - 1,
+                "plane " + std::to_string(plane) + " slots are not 0.." + std::to_string(set.size() - 1));
+  }
+  ZEN_ENFORCE(planes == count_planes(satellites),
+              "scenario planes = " + std::to_string(planes) + " but satellites use " +
+                  std::to_string(count_planes(satellites)));
+  for (const auto& s : servers) {
+    if (s.kind == ServerNode::Kind::Satellite)
+      ZEN_ENFORCE(s.orbit.altitude_m > atmosphere_margin_m,
+                  "server '" + s.name + "' altitude " + std::to_string(s.orbit.altitude_m) + " m too low");
+    else
+      ZEN_ENFORCE(s.station.lat_deg >= -90.0 && s.station.lat_deg <= 90.0,
+                  "ground station '" + s.name + "' latitude " + std::to_string(s.station.lat_deg) + " out of range");
+  }
+}
+
+std::vector<int> Scenario::plane_members(int plane) const {
+  std::vector<int> ids;
+  for (const auto& s : satellites)
+    if (s.plane == plane) ids.push_back(s.id);
+  std::sort(ids.begin(), ids.end(), [&](int a, int b) { return satellites[a].slot < satellites[b].slot; });
+  return ids;
+}
+
+}  // namespace zen::orbit

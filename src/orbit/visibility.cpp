@@ -1,0 +1,209 @@
+#include "zen/orbit/visibility.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "zen/error.hpp"
+
+namespace zen::orbit {
+
+namespace {
+
+// Distance from the origin to the segment a-b.
+double segment_origin_distance(const Vec3& a, const Vec3& b) {
+  const Vec3 d = b - a;
+  const double dd = d.squaredNorm();
+  if (dd == 0.0) return a.norm();
+  const double s = std::clamp(-a.dot(d) / dd, 0.0, 1.0);
+  return (a + s * d).norm();
+}
+
+double central_angle(const Vec3& a, const Vec3& b) { return std::atan2(a.cross(b).norm(), a.dot(b)); }
+
+}  // namespace
+
+bool line_of_sight(const Vec3& a, const Vec3& b, double block_radius) {
+  return segment_origin_distance(a, b) > block_radius;
+}
+
+double tangent_distance(double r1, double r2, double R) {
+  ZEN_ENFORCE(r1 >= R && r2 >= R, "tangent_distance: radii " + std::to_string(r1) + ", " + std::to_string(r2) +
+                                      " m must be >= the blocking radius " + std::to_string(R) + " m");
+  return std::sqrt(r1 * r1 - R * R) + std::sqrt(r2 * r2 - R * R);
+}
+
+double los_half_angle(double r1, double r2, double R) {
+  ZEN_ENFORCE(r1 >= R && r2 >= R, "los_half_angle: radii " + std::to_string(r1) + ", " + std::to_string(r2) +
+                                      " m must be >= the blocking radius " + std::to_string(R) + " m");
+  return std::acos(R / r1) + std::acos(R / r2);
+}
+
+double elevation(const Vec3& sat, const Vec3& station) {
+  const Vec3 d = sat - station;
+  const double n = d.norm();
+  if (n == 0.0) return kPi / 2;
+  return std::asin(std::clamp(d.dot(station.normalized()) / n, -1.0, 1.0));
+}
+
+double coverage_half_angle(double r_sat, double r_station, double mask_rad) {
+  const double x = r_station * std::cos(mask_rad) / r_sat;
+  ZEN_ENFORCE(x <= 1.0, "coverage_half_angle: satellite radius " + std::to_string(r_sat) +
+                            " m never reaches the mask above a station at radius " + std::to_string(r_station) + " m");
+  return std::acos(x) - mask_rad;
+}
+
+double max_slant_range(double r_sat, double r_station, double mask_rad) {
+  const double c = std::cos(mask_rad), s = std::sin(mask_rad);
+  return std::sqrt(r_sat * r_sat - r_station * r_station * c * c) - r_station * s;
+}
+
+double ring_chord(double radius_m, int S) {
+  ZEN_ENFORCE(S >= 1, "ring size must be >= 1, got " + std::to_string(S));
+  if (S == 1) return 0.0;
+  return 2.0 * radius_m * std::sin(kPi / S);
+}
+
+bool ring_feasible(double radius_m, int S, double block_radius) {
+  ZEN_ENFORCE(S >= 1, "ring size must be >= 1, got " + std::to_string(S));
+  if (S == 1) return true;
+  return radius_m * std::cos(kPi / S) > block_radius;
+}
+
+double ring_min_altitude(int S, double margin_m) {
+  ZEN_ENFORCE(S >= 3, "ring_min_altitude needs S >= 3, got " + std::to_string(S));
+  return (kEarthRadius + margin_m) / std::cos(kPi / S) - kEarthRadius;
+}
+
+int ring_hops(int a, int b, int S) {
+  ZEN_ENFORCE(S >= 1 && a >= 0 && a < S && b >= 0 && b < S,
+              "ring_hops: slots " + std::to_string(a) + ", " + std::to_string(b) + " not in [0, " + std::to_string(S) + ")");
+  const int d = std::abs(a - b);
+  return std::min(d, S - d);
+}
+
+RingInfo ring_info(const Scenario& sc, int plane) {
+  const std::vector<int> ids = sc.plane_members(plane);
+  ZEN_ENFORCE(!ids.empty(), "plane " + std::to_string(plane) + " has no satellites");
+  RingInfo info;
+  info.plane = plane;
+  info.sats = static_cast<int>(ids.size());
+  const double R = kEarthRadius + sc.atmosphere_margin_m;
+  const int S = info.sats;
+  // Uniform: same radius, inclination and RAAN, equal spacing of u.
+  const CircularOrbit& o0 = sc.satellites[ids[0]].orbit;
+  bool uniform = true;
+  for (int k = 0; k < S; ++k) {
+    const CircularOrbit& o = sc.satellites[ids[k]].orbit;
+    const double du = std::remainder(o.arg_lat_rad - o0.arg_lat_rad - kTwoPi * k / S, kTwoPi);
+    if (std::abs(o.altitude_m - o0.altitude_m) > 1e-6 || std::abs(o.inclination_rad - o0.inclination_rad) > 1e-12 ||
+        std::abs(std::remainder(o.raan_rad - o0.raan_rad, kTwoPi)) > 1e-12 || std::abs(du) > 1e-9)
+      uniform = false;
+  }
+  info.uniform = uniform;
+  if (S == 1) {
+    info.feasible = true;
+    info.chord_clearance_m = o0.altitude_m;
+    return info;
+  }
+  double min_closest = 1e300;
+  bool feasible = true;
+  for (int k = 0; k < S; ++k) {
+    // Two-body geometry at t = 0: same-plane circular neighbours keep a constant chord.
+    const Trajectory a(sc.satellites[ids[k]].orbit, sc.propagator);
+    const Trajectory b(sc.satellites[ids[(k + 1) % S]].orbit, sc.propagator);
+    const Vec3 ra = a.position(0.0), rb = b.position(0.0);
+    info.neighbour_distance_m = std::max(info.neighbour_distance_m, (ra - rb).norm());
+    const double closest = segment_origin_distance(ra, rb);
+    min_closest = std::min(min_closest, closest);
+    if (!(closest > R)) feasible = false;
+  }
+  info.chord_clearance_m = min_closest - kEarthRadius;
+  info.feasible = feasible;
+  return info;
+}
+
+std::vector<RingInfo> ring_infos(const Scenario& sc) {
+  std::vector<RingInfo> out;
+  for (int p = 0; p < sc.planes; ++p)
+    if (!sc.plane_members(p).empty()) out.push_back(ring_info(sc, p));
+  return out;
+}
+
+std::vector<std::string> ring_warnings(const Scenario& sc) {
+  std::vector<std::string> out;
+  for (const RingInfo& r : ring_infos(sc)) {
+    if (r.feasible) continue;
+    const double alt = sc.satellites[sc.plane_members(r.plane)[0]].orbit.altitude_m;
+    char buf[400];
+    std::snprintf(buf, sizeof buf,
+                  "plane %d: %d satellites at %.1f km: neighbour ISL (%.1f km) is blocked, its chord passes "
+                  "%.1f km below r_E + margin (%.1f km); a ring of %d needs altitude >= %.1f km",
+                  r.plane, r.sats, alt / 1e3, r.neighbour_distance_m / 1e3,
+                  (kEarthRadius + sc.atmosphere_margin_m - (r.chord_clearance_m + kEarthRadius)) / 1e3,
+                  sc.atmosphere_margin_m / 1e3, r.sats,
+                  r.sats >= 3 ? ring_min_altitude(r.sats, sc.atmosphere_margin_m) / 1e3 : 0.0);
+    out.emplace_back(buf);
+  }
+  return out;
+}
+
+Geometry::Geometry(const Scenario& sc) : sc_(sc), block_radius_(kEarthRadius + sc.atmosphere_margin_m) {
+  sc_.validate();
+  for (const auto& s : sc_.satellites) sats_.emplace_back(s.orbit, sc_.propagator);
+  for (const auto& s : sc_.servers) {
+    const bool ground = s.kind == ServerNode::Kind::Ground;
+    is_ground_.push_back(ground ? 1 : 0);
+    server_orbits_.push_back(ground ? Trajectory() : Trajectory(s.orbit, sc_.propagator));
+    station_ecef_.push_back(ground ? ground_ecef(s.station) : Vec3::Zero());
+  }
+  const int ns = num_servers();
+  const double mask = sc_.elevation_mask_deg * kDegToRad;
+  limit_.resize(sats_.size() * static_cast<std::size_t>(ns));
+  rate_bound_.resize(limit_.size());
+  for (std::size_t k = 0; k < sats_.size(); ++k) {
+    for (int p = 0; p < ns; ++p) {
+      const std::size_t idx = k * static_cast<std::size_t>(ns) + static_cast<std::size_t>(p);
+      if (is_ground_[p]) {
+        const double lat = sc_.servers[p].station.lat_deg * kDegToRad;
+        limit_[idx] = coverage_half_angle(sats_[k].radius(), station_ecef_[p].norm(), mask);
+        rate_bound_[idx] = sats_[k].max_turn_rate() + kEarthRotation * std::abs(std::cos(lat));
+      } else {
+        limit_[idx] = los_half_angle(sats_[k].radius(), server_orbits_[p].radius(), block_radius_);
+        rate_bound_[idx] = sats_[k].max_turn_rate() + server_orbits_[p].max_turn_rate();
+      }
+    }
+  }
+}
+
+Vec3 Geometry::sat_position(int sat, double t) const { return sats_.at(static_cast<std::size_t>(sat)).position(t); }
+
+Vec3 Geometry::server_position(int peer, double t) const {
+  const std::size_t p = static_cast<std::size_t>(peer);
+  ZEN_ENFORCE(peer >= 0 && p < is_ground_.size(), "server index " + std::to_string(peer) + " out of range");
+  if (is_ground_[p]) return ecef_to_eci(station_ecef_[p], gmst(t, sc_.gmst0_rad));
+  return server_orbits_[p].position(t);
+}
+
+double Geometry::distance(int sat, int peer, double t) const {
+  return (sat_position(sat, t) - server_position(peer, t)).norm();
+}
+
+double Geometry::margin(int sat, int peer, double t) const {
+  const Vec3 a = sat_position(sat, t);
+  const Vec3 b = server_position(peer, t);
+  return limit_[static_cast<std::size_t>(sat) * is_ground_.size() + static_cast<std::size_t>(peer)] -
+         central_angle(a, b);
+}
+
+double Geometry::margin_rate_bound(int sat, int peer) const {
+  ZEN_ENFORCE(sat >= 0 && sat < num_satellites() && peer >= 0 && peer < num_servers(),
+              "margin_rate_bound: (sat " + std::to_string(sat) + ", peer " + std::to_string(peer) + ") out of range");
+  return rate_bound_[static_cast<std::size_t>(sat) * is_ground_.size() + static_cast<std::size_t>(peer)];
+}
+
+bool Geometry::sat_sat_visible(int a, int b, double t) const {
+  return line_of_sight(sat_position(a, t), sat_position(b, t), block_radius_);
+}
+
+}  // namespace zen::orbit
