@@ -9,6 +9,11 @@
 namespace zen {
 
 SparseView SparseTensor::view() const {
+  const size_t want = indices.size() * static_cast<size_t>(row_width) * dtype_size(dtype);
+  ZEN_ENFORCE(values.size() == want, "sparse tensor: " + std::to_string(indices.size()) + " indices x row width " +
+                                         std::to_string(row_width) + " x " + dtype_name(dtype) + " need " +
+                                         std::to_string(want) + " value bytes, but " + std::to_string(values.size()) +
+                                         " are present (indices/values length mismatch)");
   SparseView v;
   v.dense_len = dense_len;
   v.row_width = row_width;

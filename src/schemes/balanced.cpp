@@ -2,6 +2,7 @@
 // per-owner space -> pull (allgatherv of COO or hash bitmap + values). See docs/algorithms.md.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <numeric>
 
 #include "zen/detail/parallel.hpp"
@@ -87,6 +88,7 @@ class Balanced final : public SparseAllreduce {
     }
     std::vector<uint8_t> sbuf(stotal), rbuf(rtotal);
     {
+      Phase pe(*this, "encode");
       const T* vals = static_cast<const T*>(in.values);
       for (int p = 0; p < n; ++p) {
         const size_t b = hp.offsets[p], cnt = hp.count(static_cast<size_t>(p));
@@ -103,6 +105,8 @@ class Balanced final : public SparseAllreduce {
           std::memcpy(v + k * row_bytes, vals + static_cast<size_t>(hp.entry[b + k]) * D, row_bytes);
         }
       }
+    }
+    {
       Phase ph(*this, "push");
       comm_.alltoallv(sbuf.data(), sbytes.data(), sdispl.data(), rbuf.data(), rbytes.data(), rdispl.data());
     }
@@ -116,6 +120,7 @@ class Balanced final : public SparseAllreduce {
     std::vector<uint64_t> res_pos;
     std::vector<T> res_val;
     {
+      Phase pa(*this, "aggregate");
       auto key_at = [&](int src, size_t k) -> uint64_t {
         const uint8_t* keys = rbuf.data() + rdispl[src];
         if (isz == 4) {
@@ -136,9 +141,11 @@ class Balanced final : public SparseAllreduce {
             ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " balanced push: peer " + std::to_string(src) +
                                                 " sent position " + std::to_string(key_at(src, k)) + " outside owner set of size " +
                                                 std::to_string(m) + " (ranks disagree on N or the h0 seed)");
-      const bool dense_acc = m * D * sizeof(A) <= (size_t{256} << 20) && m <= 16 * received + 4096;
+      // Dense compact accumulator over I_me (N/n rows, never N) unless that is huge compared with
+      // what was received; it is not zero-filled: the presence bitmap says which rows hold a value.
+      const bool dense_acc = m * D * sizeof(A) <= (size_t{512} << 20) && m <= 64 * received + 65536;
       if (dense_acc) {
-        std::vector<A> acc(m * D);
+        std::unique_ptr<A[]> acc(new A[m * D]);
         std::vector<uint64_t> present((m + 63) / 64, 0);
         for (int src = 0; src < n; ++src)
           for (size_t k = 0; k < rcount[src]; ++k) {
@@ -250,37 +257,42 @@ class Balanced final : public SparseAllreduce {
         val_off[p] = pdispl[p] + meta[p].result_rows * isz;
       }
     }
-    uint64_t total = 0;
     std::vector<uint64_t> base(n + 1, 0);
     for (int p = 0; p < n; ++p) base[p + 1] = base[p] + pos_of[p].size();
-    total = base[n];
-    std::vector<int64_t> gidx(total);
-    std::vector<uint32_t> gown(total);
+    const uint64_t total = base[n];
+    report_.result_nnz = total;
     const int threads = detail::resolve_threads(opt_.threads, total, 1u << 14);
-    detail::parallel_for(total, threads, [&](size_t b, size_t e, int) {
+    // Walk the owners' positions in [b, e) of the concatenated result: f(global row, owner, k-th of owner).
+    auto for_range = [&](size_t b, size_t e, auto&& f) {
       int p = static_cast<int>(std::upper_bound(base.begin(), base.end(), b) - base.begin()) - 1;
       for (size_t g = b; g < e; ++g) {
         while (g >= base[p + 1]) ++p;
-        gidx[g] = static_cast<int64_t>(part_.index_at(static_cast<uint32_t>(p), pos_of[p][g - base[p]]));
-        gown[g] = static_cast<uint32_t>(p);
+        const size_t k = g - base[p];
+        f(g, p, k, part_.index_at(static_cast<uint32_t>(p), pos_of[p][k]));
       }
-    });
-    auto val_ptr = [&](size_t g) { return all.data() + val_off[gown[g]] + (g - base[gown[g]]) * row_bytes; };
+    };
     if (!sparse_out) {
+      // Dense output: zero the buffer, then each owner's rows land directly (owners are disjoint).
       auto* d = static_cast<uint8_t*>(dense_out);
       if (spec_.dense_len) std::memset(d, 0, spec_.dense_len * vs);
       detail::parallel_for(total, threads, [&](size_t b, size_t e, int) {
-        for (size_t g = b; g < e; ++g) std::memcpy(d + static_cast<size_t>(gidx[g]) * row_bytes, val_ptr(g), row_bytes);
+        for_range(b, e, [&](size_t, int p, size_t k, uint64_t idx) {
+          std::memcpy(d + static_cast<size_t>(idx) * row_bytes, all.data() + val_off[p] + k * row_bytes, row_bytes);
+        });
       });
-      report_.result_nnz = total;
     } else {
-      std::vector<uint64_t> order(total);
-      std::iota(order.begin(), order.end(), uint64_t{0});
-      std::sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) { return gidx[a] < gidx[b]; });
+      // Sparse output: global indices of every owner's rows, then one sort into ascending order.
+      std::vector<std::pair<int64_t, uint64_t>> rows(total);  // (index, value offset in `all`)
+      detail::parallel_for(total, threads, [&](size_t b, size_t e, int) {
+        for_range(b, e, [&](size_t g, int p, size_t k, uint64_t idx) {
+          rows[g] = {static_cast<int64_t>(idx), val_off[p] + k * row_bytes};
+        });
+      });
+      std::sort(rows.begin(), rows.end());
       sparse_out->resize(total);
       for (size_t k = 0; k < total; ++k) {
-        sparse_out->indices[k] = gidx[order[k]];
-        std::memcpy(sparse_out->values.data() + k * row_bytes, val_ptr(order[k]), row_bytes);
+        sparse_out->indices[k] = rows[k].first;
+        std::memcpy(sparse_out->values.data() + k * row_bytes, all.data() + rows[k].second, row_bytes);
       }
     }
   }

@@ -30,7 +30,8 @@ void hierarchical_partition(const SparseView& in, const Partitioner& part, const
   std::vector<uint32_t> owner_of(nnz);
 
   uint64_t hseed[16];
-  for (int j = 0; j < cfg.hash_functions; ++j) hseed[j] = mix64(cfg.seed * 0x100000001b3ULL + static_cast<uint64_t>(j) + 1);
+  for (int j = 0; j < cfg.hash_functions; ++j)
+    hseed[j] = mix_seed(mix64(cfg.seed * 0x100000001b3ULL + static_cast<uint64_t>(j) + 1));
 
   const int threads = detail::resolve_threads(cfg.threads, nnz);
   std::vector<std::vector<uint32_t>> spill(static_cast<size_t>(threads));
@@ -47,7 +48,7 @@ void hierarchical_partition(const SparseView& in, const Partitioner& part, const
       std::atomic<uint32_t>* region = &par[static_cast<size_t>(p) * cap1];
       bool placed = false;
       for (int j = 0; j < cfg.hash_functions && !placed; ++j) {
-        const size_t s = static_cast<size_t>(reduce_range(hash64(idx, hseed[j]), cap1));
+        const size_t s = static_cast<size_t>(reduce_range(hash64_mixed(idx, hseed[j]), cap1));
         uint32_t expected = kEmpty;
         // compare-and-swap: a slot is claimed by exactly one entry, no check-then-store race.
         placed = region[s].compare_exchange_strong(expected, static_cast<uint32_t>(i), std::memory_order_relaxed);

@@ -1,7 +1,10 @@
 #include "zen/schemes/scheme.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <new>
+#include <stdexcept>
 #include <functional>
 #include <map>
 
@@ -56,8 +59,30 @@ void SparseAllreduce::prepare(const SparseView& in) {
   ZEN_ENFORCE(in.dtype == spec_.dtype, where + "input dtype " + dtype_name(in.dtype) + " differs from the scheme's " +
                                            dtype_name(spec_.dtype));
   if (opt_.validate) validate(in, comm_.rank(), op.c_str());
-  if (opt_.duplicates == DuplicatePolicy::Reject && has_duplicates(in))
-    ZEN_THROW(Result::InvalidArgument, where + "duplicate indices in the input (policy: reject; use DuplicatePolicy::Sum to sum them)");
+  if (opt_.duplicates == DuplicatePolicy::Reject && has_duplicates(in)) {
+    std::vector<int64_t> idx(in.nnz);
+    for (size_t i = 0; i < in.nnz; ++i) idx[i] = in.index_at(i);
+    std::sort(idx.begin(), idx.end());
+    const auto dup = std::adjacent_find(idx.begin(), idx.end());
+    ZEN_THROW(Result::InvalidArgument, where + "duplicate index " + std::to_string(*dup) +
+                                           " in the input (policy: reject; use DuplicatePolicy::Sum to sum duplicates)");
+  }
+}
+
+void SparseAllreduce::execute_checked(const SparseView& in, SparseTensor* sparse_out, void* dense_out) {
+  // A workspace that cannot be allocated is a clear error naming the rank and the scheme, not a bare
+  // std::bad_alloc (the loopback runner / the caller then aborts the communicator).
+  try {
+    execute(in, sparse_out, dense_out);
+  } catch (const std::bad_alloc&) {
+    ZEN_THROW(Result::SystemError, "rank " + std::to_string(comm_.rank()) + " sparse allreduce (" + name() +
+                                       "): workspace allocation failed (N=" + std::to_string(spec_.dense_len) +
+                                       ", nnz=" + std::to_string(in.nnz) + ", dtype " + dtype_name(spec_.dtype) + ")");
+  } catch (const std::length_error& e) {
+    ZEN_THROW(Result::SystemError, "rank " + std::to_string(comm_.rank()) + " sparse allreduce (" + name() +
+                                       "): workspace allocation failed (N=" + std::to_string(spec_.dense_len) +
+                                       ", nnz=" + std::to_string(in.nnz) + "): " + e.what());
+  }
 }
 
 void SparseAllreduce::run(const SparseView& in, SparseTensor& out) {
@@ -65,7 +90,7 @@ void SparseAllreduce::run(const SparseView& in, SparseTensor& out) {
   const double t0 = detail::seconds_now();
   prepare(in);
   out = SparseTensor(spec_.dense_len, spec_.dtype, spec_.row_width);
-  execute(in, &out, nullptr);
+  execute_checked(in, &out, nullptr);
   report_.seconds = detail::seconds_now() - t0;
   report_.result_nnz = out.nnz();
 }
@@ -74,7 +99,7 @@ void SparseAllreduce::run_dense(const SparseView& in, void* dense_out) {
   report_ = SyncReport{};
   const double t0 = detail::seconds_now();
   prepare(in);
-  execute(in, nullptr, dense_out);
+  execute_checked(in, nullptr, dense_out);
   report_.seconds = detail::seconds_now() - t0;
 }
 

@@ -101,6 +101,7 @@ class SparseAllreduce {
 
  private:
   void prepare(const SparseView& in);
+  void execute_checked(const SparseView& in, SparseTensor* sparse_out, void* dense_out);
 };
 
 /// Names: "balanced", "dense" (ring RS+AG over the communicator), "dense_native" (backend allreduce),

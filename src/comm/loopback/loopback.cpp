@@ -27,7 +27,34 @@ struct Channel {
 
 class World {
  public:
-  explicit World(int n) : n_(n), ch_(static_cast<size_t>(n) * static_cast<size_t>(n)) {}
+  explicit World(int n)
+      : n_(n), ch_(static_cast<size_t>(n) * static_cast<size_t>(n)), waiting_(static_cast<size_t>(n)),
+        blamed_(static_cast<size_t>(n)) {
+    for (int r = 0; r < n; ++r) {
+      waiting_[r].store(-1);
+      blamed_[r].store(-1);
+    }
+  }
+  // Wait-for graph, for naming the rank that did not take part: waiting_[r] is the peer rank r is
+  // blocked on (-1: not blocked in an operation), blamed_[r] the rank r timed out on.
+  void set_waiting(int r, int on) { waiting_[r].store(on); }
+  void set_blamed(int r, int who) { blamed_[r].store(who); }
+  // Follow the chain src -> (the rank src waits for, or the rank src blamed) -> ... to a rank that is
+  // neither blocked nor timed out: that one did not take part. Returns src's chain as "a -> b -> c".
+  int root_of(int src, std::string& chain) {
+    std::vector<char> seen(static_cast<size_t>(n_), 0);
+    int cur = src;
+    chain = std::to_string(src);
+    for (;;) {
+      seen[cur] = 1;
+      int next = waiting_[cur].load();
+      if (next < 0) next = blamed_[cur].load();
+      if (next < 0) return cur;
+      chain += " -> " + std::to_string(next);
+      if (seen[next]) return -1;  // a cycle of waits: mismatched operations, nobody is simply missing
+      cur = next;
+    }
+  }
   int n() const { return n_; }
   Channel& channel(int src, int dst) { return ch_[static_cast<size_t>(src) * static_cast<size_t>(n_) + static_cast<size_t>(dst)]; }
 
@@ -40,12 +67,14 @@ class World {
     c.cv.notify_all();
   }
 
-  void abort(int rank, const std::string& reason) {
+  // `missing` >= 0: the aborting rank gave up because that peer never took part (a timeout).
+  void abort(int rank, const std::string& reason, int missing) {
     {
       std::lock_guard<std::mutex> lk(am_);
       if (abort_rank_ < 0) {
         abort_rank_ = rank;
         abort_reason_ = reason;
+        abort_missing_ = missing;
       }
       aborted_.store(true);
     }
@@ -55,9 +84,14 @@ class World {
     }
   }
   bool aborted() const { return aborted_.load(); }
-  std::pair<int, std::string> abort_info() {
+  struct AbortInfo {
+    int rank;
+    std::string reason;
+    int missing;
+  };
+  AbortInfo abort_info() {
     std::lock_guard<std::mutex> lk(am_);
-    return {abort_rank_, abort_reason_};
+    return {abort_rank_, abort_reason_, abort_missing_};
   }
   bool has_message(int src, int dst) {
     Channel& c = channel(src, dst);
@@ -70,7 +104,9 @@ class World {
   std::vector<Channel> ch_;
   std::mutex am_;
   std::atomic<bool> aborted_{false};
+  std::vector<std::atomic<int>> waiting_, blamed_;
   int abort_rank_ = -1;
+  int abort_missing_ = -1;
   std::string abort_reason_;
 };
 
@@ -186,7 +222,7 @@ class LoopbackComm final : public Communicator {
     for (int k = 1; k < n; ++k) take((rank_ - k + n) % n, static_cast<uint8_t>(CommOp::Barrier), 0, cs, deadline);
   }
 
-  void do_abort(const std::string& reason) override { w_->abort(rank_, reason); }
+  void do_abort(const std::string& reason) override { w_->abort(rank_, reason, timed_out_on_); }
 
  private:
   void post_p2p(const void* buf, size_t bytes, int peer, int tag) {
@@ -209,6 +245,12 @@ class LoopbackComm final : public Communicator {
   // Wait for the first message from `src` matching (kind, tag) for p2p or (collective seq) otherwise.
   Msg take(int src, uint8_t kind, int tag, uint64_t cs, std::chrono::steady_clock::time_point deadline) {
     Channel& c = w_->channel(src, rank_);
+    struct Waiting {
+      World& w;
+      int r;
+      ~Waiting() { w.set_waiting(r, -1); }
+    } waiting{*w_, rank_};
+    w_->set_waiting(rank_, src);
     std::unique_lock<std::mutex> lk(c.m);
     for (;;) {
       for (auto it = c.q.begin(); it != c.q.end(); ++it) {
@@ -229,18 +271,36 @@ class LoopbackComm final : public Communicator {
         }
       }
       if (w_->aborted()) {
-        auto [who, why] = w_->abort_info();
-        lk.unlock();
-        fail(Result::RemoteError, who, "rank " + std::to_string(who) + " aborted while this rank waited for peer " +
-                                           std::to_string(src) + " (" + why + ")");
+        auto info = w_->abort_info();
+        // A peer that gave up on a timeout is no news (it was stuck like us): keep waiting until our own
+        // deadline, so that every waiting rank reports the missing rank as a timeout (1x the timeout
+        // after it entered). Any other abort fails fast.
+        if (info.missing < 0) {
+          lk.unlock();
+          fail(Result::RemoteError, info.rank, "rank " + std::to_string(info.rank) + " aborted while this rank waited for peer " +
+                                                   std::to_string(src) + " (" + info.reason + ")");
+        }
       }
       if (c.cv.wait_until(lk, deadline) == std::cv_status::timeout) {
         bool found = false;
         for (auto& m : c.q) found |= (kind == kP2P ? (m.kind == kP2P && m.tag == tag) : (m.kind != kP2P && m.cseq == cs));
         if (found) continue;
         lk.unlock();
-        fail(Result::Timeout, src, "timed out after " + std::to_string(timeout_.count()) + " ms waiting for peer " +
-                                       std::to_string(src) + " (it did not take part)");
+        // src may itself be blocked on another rank (rings, trees): name the end of the wait chain.
+        std::string chain;
+        const int root = w_->root_of(src, chain);
+        timed_out_on_ = root >= 0 ? root : src;
+        w_->set_blamed(rank_, timed_out_on_);
+        if (root == src)
+          fail(Result::Timeout, src, "timed out after " + std::to_string(timeout_.count()) + " ms waiting for peer " +
+                                         std::to_string(src) + " (it did not take part)");
+        if (root < 0)
+          fail(Result::Timeout, src, "timed out after " + std::to_string(timeout_.count()) + " ms waiting for peer " +
+                                         std::to_string(src) + "; the ranks wait for each other in a cycle (" + chain +
+                                         "): mismatched operations");
+        fail(Result::Timeout, root, "timed out after " + std::to_string(timeout_.count()) + " ms waiting for peer " +
+                                        std::to_string(src) + ", which waits for rank " + std::to_string(root) +
+                                        " (wait chain " + chain + "); rank " + std::to_string(root) + " did not take part");
       }
     }
   }
@@ -248,6 +308,7 @@ class LoopbackComm final : public Communicator {
   std::shared_ptr<World> w_;
   int rank_;
   uint64_t cseq_ = 0;
+  int timed_out_on_ = -1;  // the peer this rank timed out on (reported with an abort)
 };
 
 }  // namespace

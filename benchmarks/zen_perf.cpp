@@ -1,0 +1,741 @@
+// zen_perf: sparse allreduce benchmark with nccl-tests conventions (docs/algorithms.md, "zen_perf").
+//
+//   mpirun -np 4 build/bin/zen_perf -b 1M -e 64M -f 4 -d 0.01 --overlap 2 --scheme all -c 1
+//   build/bin/zen_perf --threads 4 ...            (loopback: ranks are threads of one process)
+//   build/bin/zen_perf --threads 4 --trace DIR    (replay a trace, docs/trace-format.md)
+//
+// Sizes (-b/-e) are dense tensor sizes in BYTES, as in nccl-tests (suffixes K, M, G = 2^10, 2^20,
+// 2^30); the element count N is size / dtype size, rounded down to a multiple of the row width D.
+// One row per (size, scheme): time = median over iterations of the max over ranks of the call's
+// wall time; algbw = dense bytes / time; busbw = algbw * 2(n-1)/n (the allreduce convention);
+// sent_B / recv_B = the most bytes any rank sent / received in one call; imbalance = max of the
+// push and pull imbalance (max/mean over owners); #wrong = elements (over all ranks) that differ
+// from a reference computed by a dense scatter-add of every rank's input (each rank regenerates
+// all ranks' inputs from the seed, independent of the scheme code).
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "zen/comm/communicator.hpp"
+#include "zen/comm/loopback.hpp"
+#include "zen/error.hpp"
+#include "zen/hash/hash.hpp"
+#include "zen/schemes/scheme.hpp"
+#include "zen/tensor.hpp"
+#ifdef ZEN_HAVE_MPI
+#include "zen/comm/mpi.hpp"
+#endif
+#ifdef ZEN_PERF_HAVE_TRACE
+#include "zen/trace/trace.hpp"
+#endif
+
+namespace {
+
+using namespace zen;
+using json = nlohmann::json;
+
+struct Config {
+  std::string b = "1M", e = "1M";
+  double f = 2.0;
+  double density = 0.01;
+  double overlap = -1;  // < 0: (n + 1) / 2
+  double skew = 0.0;
+  std::string dtype = "f32";
+  uint32_t row_width = 1;
+  int iters = 20, warmup = 5;
+  int check = 1;
+  std::string schemes = "all";
+  std::string pull = "auto";
+  std::string output = "dense";
+  std::string index = "i64";
+  std::string trace_dir, dump_dir, json_file;
+  int threads = 0;
+  uint64_t seed = 42;
+  int cpu_threads = 0;
+  uint32_t block_size = 256;
+  double sparcml_switch = 0.0;
+};
+
+uint64_t parse_size(const std::string& s) {
+  ZEN_ENFORCE(!s.empty(), "empty size");
+  size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &pos);
+  } catch (const std::exception&) {
+    ZEN_THROW(Result::InvalidArgument, "size '" + s + "' is not a number with an optional K/M/G suffix");
+  }
+  std::string suf = s.substr(pos);
+  double mul = 1;
+  if (suf == "K" || suf == "k") mul = 1024.0;
+  else if (suf == "M" || suf == "m") mul = 1024.0 * 1024;
+  else if (suf == "G" || suf == "g") mul = 1024.0 * 1024 * 1024;
+  else ZEN_ENFORCE(suf.empty(), "size '" + s + "' has unknown suffix '" + suf + "' (use K, M or G)");
+  ZEN_ENFORCE(v >= 0, "size '" + s + "' is negative");
+  return static_cast<uint64_t>(std::llround(v * mul));
+}
+
+// ---- workload generator: deterministic from (seed, rank) ----
+struct Rng {
+  uint64_t s;
+  explicit Rng(uint64_t seed) : s(mix64(seed ^ 0x5851f42d4c957f2dULL)) {}
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+    return mix64(z);
+  }
+  double unit() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
+};
+
+/// Row drawn with probability ~ (row+1)^-skew over [0, R) (continuous power-law inverse CDF).
+uint64_t zipf_row(Rng& g, uint64_t R, double s) {
+  const double u = g.unit();
+  double x;
+  if (s == 0.0) return std::min<uint64_t>(R - 1, static_cast<uint64_t>(u * static_cast<double>(R)));
+  const double top = static_cast<double>(R) + 1.0;
+  if (std::fabs(s - 1.0) < 1e-9) x = std::pow(top, u);
+  else x = std::pow((std::pow(top, 1.0 - s) - 1.0) * u + 1.0, 1.0 / (1.0 - s));
+  uint64_t row = static_cast<uint64_t>(x) - 1;
+  return std::min<uint64_t>(row, R - 1);
+}
+
+struct Workload {
+  std::vector<int64_t> idx;
+  std::vector<uint8_t> vals;
+};
+
+/// Rank r's input. Rows split into classes by a seeded hash: a shared pool (fraction wp of the rows)
+/// and one private class per rank (wq each), wp = f / gamma, wq = (1 - f) / gamma with
+/// f = (n - gamma) / (n - 1), so that k = d * R rows per rank (f * k from the pool, drawn with a
+/// seed common to all ranks, and (1 - f) * k private) give a union of about gamma * k rows.
+/// Rows are drawn with Zipf(skew) over the row index (low rows hot); once draws stop finding free
+/// rows the rest of the class is filled uniformly by a scan. Values: {-4..-1, 1..4}, exact in every
+/// dtype for sums over up to 64 ranks.
+Workload generate(uint64_t R, uint32_t D, DType dt, double d, double gamma, double skew, int n, int r, uint64_t seed) {
+  Workload w;
+  const uint64_t k = std::min<uint64_t>(R, static_cast<uint64_t>(std::llround(d * static_cast<double>(R))));
+  const double f = n > 1 ? std::clamp((static_cast<double>(n) - gamma) / (n - 1), 0.0, 1.0) : 1.0;
+  const double norm = f + n * (1.0 - f);
+  const double wp = f / norm, wq = (1.0 - f) / norm;
+  auto cls = [&](uint64_t row) -> int {  // -1 = pool, else the private rank
+    const double u = static_cast<double>(hash64(row, seed ^ 0xc1a55ULL) >> 11) * (1.0 / 9007199254740992.0);
+    if (u < wp || wq <= 0) return -1;
+    return std::min(n - 1, static_cast<int>((u - wp) / wq));
+  };
+  std::vector<uint64_t> taken((R + 63) / 64, 0);
+  auto draw = [&](uint64_t need, int want_cls, Rng& g) {
+    uint64_t got = 0, tries = 0;
+    const uint64_t max_tries = 32 * need + 1024;
+    while (got < need && tries < max_tries) {
+      ++tries;
+      const uint64_t row = zipf_row(g, R, skew);
+      if ((taken[row >> 6] >> (row & 63)) & 1) continue;
+      if (cls(row) != want_cls) continue;
+      taken[row >> 6] |= 1ULL << (row & 63);
+      w.idx.push_back(static_cast<int64_t>(row));
+      ++got;
+    }
+    if (got < need && R > 0) {  // saturated: fill uniformly from a random start
+      const uint64_t start = g.next() % R;
+      for (uint64_t i = 0; i < R && got < need; ++i) {
+        const uint64_t row = (start + i) % R;
+        if ((taken[row >> 6] >> (row & 63)) & 1) continue;
+        if (cls(row) != want_cls) continue;
+        taken[row >> 6] |= 1ULL << (row & 63);
+        w.idx.push_back(static_cast<int64_t>(row));
+        ++got;
+      }
+    }
+  };
+  const uint64_t kp = static_cast<uint64_t>(std::llround(f * static_cast<double>(k)));
+  Rng pool(seed * 0x100000001b3ULL + 7);
+  draw(kp, -1, pool);
+  Rng mine(seed * 0x100000001b3ULL + 1000 + static_cast<uint64_t>(r));
+  draw(k - kp, r, mine);
+  Rng vr(seed * 0x100000001b3ULL + 2000000 + static_cast<uint64_t>(r));
+  const size_t m = w.idx.size() * D;
+  w.vals.resize(m * dtype_size(dt));
+  dispatch_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    T* v = reinterpret_cast<T*>(w.vals.data());
+    for (size_t i = 0; i < m; ++i) {
+      const uint64_t x = vr.next();
+      const int mag = 1 + static_cast<int>(x % 4);
+      v[i] = static_cast<T>(static_cast<float>((x >> 8) & 1 ? -mag : mag));
+    }
+  });
+  return w;
+}
+
+/// One iteration's inputs of every rank (for the check) plus this rank's view.
+struct Inputs {
+  std::vector<Workload> all;  // all ranks (check on) or only this rank (slot r)
+  std::vector<int32_t> i32;
+};
+
+SparseView make_view(const Workload& w, uint64_t N, uint32_t D, DType dt, IndexType it, std::vector<int32_t>& i32) {
+  SparseView v;
+  v.dense_len = N;
+  v.row_width = D;
+  v.nnz = w.idx.size();
+  v.dtype = dt;
+  v.values = w.vals.data();
+  v.index_type = it;
+  if (it == IndexType::I32) {
+    i32.assign(w.idx.begin(), w.idx.end());
+    v.indices = i32.data();
+  } else {
+    v.indices = w.idx.data();
+  }
+  return v;
+}
+
+/// Reference: dense sum (double) of every rank's input in rank order, and the union support.
+struct Reference {
+  std::vector<double> sum, sum_abs;
+  std::vector<uint8_t> present;  // per row
+  uint64_t union_rows = 0;
+};
+
+Reference build_reference(const std::vector<Workload>& all, uint64_t N, uint32_t D, DType dt) {
+  Reference ref;
+  ref.sum.assign(N, 0.0);
+  ref.sum_abs.assign(N, 0.0);
+  ref.present.assign(N / D, 0);
+  dispatch_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    for (const auto& w : all) {
+      const T* v = reinterpret_cast<const T*>(w.vals.data());
+      for (size_t i = 0; i < w.idx.size(); ++i) {
+        const uint64_t row = static_cast<uint64_t>(w.idx[i]);
+        if (!ref.present[row]) ++ref.union_rows;
+        ref.present[row] = 1;
+        for (uint32_t c = 0; c < D; ++c) {
+          const double x = static_cast<double>(static_cast<float>(v[i * D + c]));
+          ref.sum[row * D + c] += x;
+          ref.sum_abs[row * D + c] += std::fabs(x);
+        }
+      }
+    }
+  });
+  return ref;
+}
+
+double dtype_eps(DType t) {
+  switch (t) {
+    case DType::F64: return std::ldexp(1.0, -52);
+    case DType::F16: return std::ldexp(1.0, -10);
+    case DType::BF16: return std::ldexp(1.0, -7);
+    default: return std::ldexp(1.0, -23);
+  }
+}
+
+/// Count wrong elements of a result. exact: bitwise equal to the reference rounded to the dtype;
+/// otherwise within eps * (n + 1) * sum|x| (traces with arbitrary values, any summation order).
+uint64_t count_wrong(const Reference& ref, const void* dense, const SparseTensor* sparse, uint64_t N, uint32_t D,
+                     DType dt, bool exact, int n) {
+  uint64_t wrong = 0;
+  const double eps = dtype_eps(dt) * (n + 1);
+  dispatch_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    auto bad = [&](T got, size_t e) {
+      const T want = static_cast<T>(ref.sum[e]);
+      if (std::memcmp(&got, &want, sizeof(T)) == 0) return false;
+      if (exact) return true;
+      return std::fabs(static_cast<double>(static_cast<float>(got)) - ref.sum[e]) > eps * ref.sum_abs[e];
+    };
+    if (dense) {
+      const T* d = static_cast<const T*>(dense);
+      for (uint64_t e = 0; e < N; ++e) wrong += bad(d[e], e);
+      return;
+    }
+    // sparse: indices must be exactly the union, ascending; values per element
+    const T* v = sparse->vals<T>();
+    size_t j = 0;
+    for (uint64_t row = 0; row < N / D; ++row) {
+      const bool want = ref.present[row] != 0;
+      const bool have = j < sparse->indices.size() && static_cast<uint64_t>(sparse->indices[j]) == row;
+      if (want != have) {
+        wrong += D;
+      } else if (have) {
+        for (uint32_t c = 0; c < D; ++c) wrong += bad(v[j * D + c], row * D + c);
+      }
+      if (have) ++j;
+    }
+    wrong += (sparse->indices.size() - std::min(j, sparse->indices.size())) * D;  // extras / unsorted
+  });
+  return wrong;
+}
+
+struct Row {
+  uint64_t size = 0, count = 0;
+  std::string scheme;
+  double density = 0, gamma = 0;
+  double time_us = 0, time_min_us = 0, time_max_us = 0;
+  double algbw = 0, busbw = 0;
+  uint64_t sent = 0, recv = 0;
+  double push_imb = 1, pull_imb = 1;
+  std::string encoding;
+  uint64_t wrong = 0;
+  std::vector<PhaseReport> phases;  // rank 0, last iteration
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+std::vector<std::string> split_schemes(const std::string& s) {
+  if (s == "all") return scheme_names();
+  std::vector<std::string> out;
+  size_t p = 0;
+  while (p <= s.size()) {
+    size_t q = s.find(',', p);
+    if (q == std::string::npos) q = s.size();
+    if (q > p) out.push_back(s.substr(p, q - p));
+    p = q + 1;
+  }
+  for (const auto& x : out) {
+    const auto& names = scheme_names();
+    if (std::find(names.begin(), names.end(), x) == names.end()) {
+      std::string all;
+      for (const auto& y : names) all += (all.empty() ? "" : ",") + y;
+      ZEN_THROW(Result::InvalidArgument, "--scheme: unknown scheme '" + x + "' (known: all," + all + ")");
+    }
+  }
+  return out;
+}
+
+SchemeOptions scheme_options(const Config& cfg) {
+  SchemeOptions o;
+  o.seed = cfg.seed;
+  o.threads = cfg.cpu_threads;
+  o.block_size = cfg.block_size;
+  o.sparcml_dense_switch = cfg.sparcml_switch;
+  if (cfg.pull == "coo") o.pull = PullEncoding::Coo;
+  else if (cfg.pull == "bitmap") o.pull = PullEncoding::Bitmap;
+  else if (cfg.pull == "auto") o.pull = PullEncoding::Auto;
+  else ZEN_THROW(Result::InvalidArgument, "--pull must be auto, coo or bitmap, got '" + cfg.pull + "'");
+  return o;
+}
+
+/// One timed call on every rank; returns this call's max-over-ranks wall time (seconds).
+double timed_call(Communicator& comm, SparseAllreduce& s, const SparseView& in, bool dense_out, void* dense,
+                  SparseTensor& sparse) {
+  comm.barrier();
+  const double t0 = detail::seconds_now();
+  if (dense_out) s.run_dense(in, dense);
+  else s.run(in, sparse);
+  const double dt = detail::seconds_now() - t0;
+  auto all = comm.allgather_value(dt);
+  return *std::max_element(all.begin(), all.end());
+}
+
+struct Aggregates {
+  uint64_t sent = 0, recv = 0, wrong = 0;
+  double push = 1, pull = 1;
+};
+Aggregates aggregate(Communicator& comm, uint64_t sent, uint64_t recv, uint64_t wrong, double push, double pull) {
+  struct Rec {
+    uint64_t sent, recv, wrong;
+    double push, pull;
+  };
+  auto all = comm.allgather_value(Rec{sent, recv, wrong, push, pull});
+  Aggregates a;
+  for (const auto& x : all) {
+    a.sent = std::max(a.sent, x.sent);
+    a.recv = std::max(a.recv, x.recv);
+    a.wrong += x.wrong;
+    a.push = std::max(a.push, x.push);
+    a.pull = std::max(a.pull, x.pull);
+  }
+  return a;
+}
+
+void print_header(const Config& cfg, int n, const char* backend, double gamma, bool trace, int iters) {
+  std::printf("# zen_perf: %d ranks (%s), dtype %s, row width %u, %s, iters %d, warm-up %d, check %d, output %s, pull %s\n", n,
+              backend, cfg.dtype.c_str(), cfg.row_width,
+              trace ? ("trace " + cfg.trace_dir).c_str()
+                    : ("density " + std::to_string(cfg.density) + ", overlap (target gamma) " + std::to_string(gamma) +
+                       ", skew " + std::to_string(cfg.skew) + ", seed " + std::to_string(cfg.seed))
+                          .c_str(),
+              iters, cfg.warmup, cfg.check, cfg.output.c_str(), cfg.pull.c_str());
+  std::printf("# size: dense bytes; time: median over iterations of the max over ranks; sent_B/recv_B: max over ranks per call\n");
+  std::printf("%12s %11s %5s %13s %8s %11s %8s %8s %12s %12s %9s %7s\n", "size", "count", "type", "scheme", "density",
+              "time_us", "algbw", "busbw", "sent_B", "recv_B", "imbalance", "#wrong");
+  std::fflush(stdout);
+}
+
+void print_row(const Row& r, const char* type) {
+  std::printf("%12llu %11llu %5s %13s %8.4f %11.1f %8.3f %8.3f %12llu %12llu %9.3f %7llu\n",
+              static_cast<unsigned long long>(r.size), static_cast<unsigned long long>(r.count), type, r.scheme.c_str(),
+              r.density, r.time_us, r.algbw, r.busbw, static_cast<unsigned long long>(r.sent),
+              static_cast<unsigned long long>(r.recv), std::max(r.push_imb, r.pull_imb),
+              static_cast<unsigned long long>(r.wrong));
+  std::fflush(stdout);
+}
+
+void fill_bw(Row& row, int n) {
+  const double t = row.time_us * 1e-6;
+  row.algbw = t > 0 ? static_cast<double>(row.size) / t / 1e9 : 0;
+  row.busbw = row.algbw * (n > 1 ? 2.0 * (n - 1) / n : 0.0);
+}
+
+#ifdef ZEN_PERF_HAVE_TRACE
+void dump_result(const std::string& dir, const trace::TraceMeta& meta, int r, int t, const SparseTensor& out) {
+  trace::write_rank_iter(dir, meta, r, t, out.indices.data(), out.indices.size(), out.values.data());
+}
+#endif
+
+/// The benchmark body on one rank. Returns the rows (meaningful on rank 0).
+std::vector<Row> run_bench(Communicator& comm, const Config& cfg) {
+  const int n = comm.size(), r = comm.rank();
+  const bool root = r == 0;
+  const DType dt = parse_dtype(cfg.dtype);
+  const size_t vs = dtype_size(dt);
+  const uint32_t D = cfg.row_width;
+  ZEN_ENFORCE(D >= 1, "--row-width must be >= 1");
+  ZEN_ENFORCE(cfg.output == "dense" || cfg.output == "sparse", "--output must be dense or sparse, got '" + cfg.output + "'");
+  ZEN_ENFORCE(cfg.index == "i32" || cfg.index == "i64", "--index must be i32 or i64, got '" + cfg.index + "'");
+  const bool dense_out = cfg.output == "dense";
+  const auto schemes = split_schemes(cfg.schemes);
+  const SchemeOptions opt = scheme_options(cfg);
+  const double gamma = cfg.overlap < 0 ? (n + 1) / 2.0 : cfg.overlap;
+  ZEN_ENFORCE(gamma >= 1.0 && gamma <= std::max(1, n),
+              "--overlap " + std::to_string(gamma) + " outside [1, n=" + std::to_string(n) + "]");
+  ZEN_ENFORCE(cfg.iters >= 1, "-n must be >= 1");
+  std::vector<Row> rows;
+  const char* type = dtype_name(dt);
+  IndexType it = cfg.index == "i32" ? IndexType::I32 : IndexType::I64;
+  if (!cfg.dump_dir.empty()) ZEN_ENFORCE(!cfg.trace_dir.empty() || cfg.b == cfg.e, "--dump needs --trace or a single size (-b == -e)");
+
+  // ---------------- trace replay ----------------
+  if (!cfg.trace_dir.empty()) {
+#ifdef ZEN_PERF_HAVE_TRACE
+    const trace::TraceMeta meta = trace::read_meta(cfg.trace_dir);
+    ZEN_ENFORCE(meta.ranks == n, "trace " + cfg.trace_dir + " has " + std::to_string(meta.ranks) + " ranks but the run has " +
+                                     std::to_string(n));
+    const uint64_t N = static_cast<uint64_t>(meta.N);
+    const uint32_t TD = static_cast<uint32_t>(meta.row_width);
+    const DType tdt = meta.dtype;
+    if (root) print_header(cfg, n, comm.backend_name(), 0, true, meta.iterations);
+    for (const auto& name : schemes) {
+      auto s = make_scheme(name, comm, TensorSpec{N, TD, tdt}, opt);
+      std::vector<uint8_t> dense(dense_out ? N * dtype_size(tdt) : 0);
+      SparseTensor sparse;
+      std::vector<double> times;
+      uint64_t sent = 0, recv = 0, wrong = 0;
+      double push = 1, pull = 1, dens = 0, gam = 0;
+      std::string dump = cfg.dump_dir.empty() ? "" : cfg.dump_dir + "/" + name;
+      trace::TraceMeta out_meta = meta;
+      out_meta.source = "zen_perf " + name + " results of " + cfg.trace_dir;
+      if (!dump.empty()) {
+        if (root) trace::write_meta(dump, out_meta);
+        comm.barrier();
+      }
+      for (int t = 0; t < meta.iterations; ++t) {
+        trace::RankIter mine = trace::read_rank_iter(cfg.trace_dir, meta, r, t);
+        Workload w{mine.idx, mine.values};
+        std::vector<int32_t> i32;
+        const SparseView in = make_view(w, N, TD, tdt, (it == IndexType::I32 && N / TD <= (1ULL << 31)) ? it : IndexType::I64, i32);
+        if (t == 0)
+          for (int k = 0; k < cfg.warmup; ++k) timed_call(comm, *s, in, dense_out, dense.data(), sparse);
+        times.push_back(timed_call(comm, *s, in, dense_out, dense.data(), sparse));
+        sent += s->report().sent;
+        recv += s->report().recv;
+        push = std::max(push, s->report().push_imbalance);
+        pull = std::max(pull, s->report().pull_imbalance);
+        if (cfg.check || !dump.empty()) {
+          std::vector<Workload> all(n);
+          for (int p = 0; p < n; ++p) {
+            trace::RankIter ri = trace::read_rank_iter(cfg.trace_dir, meta, p, t);
+            all[p] = Workload{std::move(ri.idx), std::move(ri.values)};
+          }
+          const Reference ref = build_reference(all, N, TD, tdt);
+          uint64_t local = 0;
+          for (auto& x : all) local += x.idx.size();
+          dens += static_cast<double>(local) / n / static_cast<double>(N / TD);
+          gam += local ? static_cast<double>(ref.union_rows) * n / static_cast<double>(local) : 0;
+          if (cfg.check) wrong += count_wrong(ref, dense_out ? dense.data() : nullptr, &sparse, N, TD, tdt, false, n);
+        }
+        if (!dump.empty()) {
+          SparseTensor res;
+          if (dense_out) s->run(in, res);
+          dump_result(dump, out_meta, r, t, dense_out ? res : sparse);
+        }
+      }
+      const int T = std::max(1, meta.iterations);
+      auto agg = aggregate(comm, sent / T, recv / T, wrong, push, pull);
+      Row row;
+      row.size = N * dtype_size(tdt);
+      row.count = N;
+      row.scheme = name;
+      row.density = dens / T;
+      row.gamma = gam / T;
+      row.time_us = median(times) * 1e6;
+      row.time_min_us = *std::min_element(times.begin(), times.end()) * 1e6;
+      row.time_max_us = *std::max_element(times.begin(), times.end()) * 1e6;
+      row.sent = agg.sent;
+      row.recv = agg.recv;
+      row.push_imb = agg.push;
+      row.pull_imb = agg.pull;
+      row.wrong = agg.wrong;
+      row.encoding = s->report().encoding;
+      row.phases = s->report().phases;
+      fill_bw(row, n);
+      if (root) print_row(row, dtype_name(tdt));
+      rows.push_back(row);
+    }
+    return rows;
+#else
+    ZEN_THROW(Result::Unsupported, "--trace: zen_perf was built without the trace reader (zen_trace_lib)");
+#endif
+  }
+
+  // ---------------- synthetic sweep ----------------
+  const uint64_t b = parse_size(cfg.b), e = parse_size(cfg.e);
+  ZEN_ENFORCE(b >= 1 && e >= b, "sizes: need 1 <= -b <= -e, got -b " + cfg.b + " -e " + cfg.e);
+  ZEN_ENFORCE(cfg.f > 1.0 || b == e, "-f must be > 1 when -b < -e");
+  if (root) print_header(cfg, n, comm.backend_name(), gamma, false, cfg.iters);
+  std::vector<uint64_t> sizes;
+  for (double s = static_cast<double>(b); s <= static_cast<double>(e) * (1 + 1e-12); s *= cfg.f) {
+    sizes.push_back(static_cast<uint64_t>(std::llround(s)));
+    if (cfg.f <= 1.0) break;
+  }
+  for (uint64_t size : sizes) {
+    const uint64_t N = size / vs / D * D;
+    if (N == 0) {
+      if (root) std::printf("# size %llu: fewer than one row of %u %s values, skipped\n", static_cast<unsigned long long>(size), D, type);
+      continue;
+    }
+    const uint64_t R = N / D;
+    const IndexType iti = (it == IndexType::I32 && R <= (1ULL << 31)) ? IndexType::I32 : IndexType::I64;
+    // Inputs: this rank's, plus every rank's when checking (regenerated from the seed).
+    std::vector<Workload> all;
+    Workload mine = generate(R, D, dt, cfg.density, gamma, cfg.skew, n, r, cfg.seed);
+    Reference ref;
+    double dens = static_cast<double>(mine.idx.size()) / static_cast<double>(R), gam = 0;
+    if (cfg.check) {
+      all.resize(n);
+      for (int p = 0; p < n; ++p) all[p] = p == r ? mine : generate(R, D, dt, cfg.density, gamma, cfg.skew, n, p, cfg.seed);
+      ref = build_reference(all, R * D, D, dt);
+      uint64_t local = 0;
+      for (auto& x : all) local += x.idx.size();
+      dens = static_cast<double>(local) / n / static_cast<double>(R);
+      gam = local ? static_cast<double>(ref.union_rows) * n / static_cast<double>(local) : 0;
+      all.clear();
+    }
+    if (root)
+      std::printf("# N=%llu rows=%llu local density %.5f%s gamma %.3f\n", static_cast<unsigned long long>(N),
+                  static_cast<unsigned long long>(R), dens, cfg.check ? " (mean over ranks)," : ", target", cfg.check ? gam : gamma);
+    std::vector<int32_t> i32;
+    const SparseView in = make_view(mine, N, D, dt, iti, i32);
+    for (const auto& name : schemes) {
+      auto s = make_scheme(name, comm, TensorSpec{N, D, dt}, opt);
+      std::vector<uint8_t> dense(dense_out ? N * vs : 0);
+      SparseTensor sparse;
+      for (int k = 0; k < cfg.warmup; ++k) timed_call(comm, *s, in, dense_out, dense.data(), sparse);
+      std::vector<double> times;
+      for (int k = 0; k < cfg.iters; ++k) times.push_back(timed_call(comm, *s, in, dense_out, dense.data(), sparse));
+      const uint64_t wrong = cfg.check ? count_wrong(ref, dense_out ? dense.data() : nullptr, &sparse, N, D, dt, true, n) : 0;
+      auto agg = aggregate(comm, s->report().sent, s->report().recv, wrong, s->report().push_imbalance,
+                           s->report().pull_imbalance);
+#ifdef ZEN_PERF_HAVE_TRACE
+      if (!cfg.dump_dir.empty()) {
+        trace::TraceMeta m;
+        m.N = static_cast<int64_t>(N);
+        m.ranks = n;
+        m.iterations = 1;
+        m.dtype = dt;
+        m.row_width = D;
+        m.source = "zen_perf " + name + " result, synthetic d=" + std::to_string(cfg.density) + " gamma=" +
+                   std::to_string(gamma) + " skew=" + std::to_string(cfg.skew) + " seed=" + std::to_string(cfg.seed);
+        const std::string dir = cfg.dump_dir + "/" + name;
+        if (root) trace::write_meta(dir, m);
+        comm.barrier();
+        SparseTensor res;
+        if (dense_out) s->run(in, res);
+        dump_result(dir, m, r, 0, dense_out ? res : sparse);
+      }
+#endif
+      Row row;
+      row.size = N * vs;
+      row.count = N;
+      row.scheme = name;
+      row.density = dens;
+      row.gamma = gam;
+      row.time_us = median(times) * 1e6;
+      row.time_min_us = *std::min_element(times.begin(), times.end()) * 1e6;
+      row.time_max_us = *std::max_element(times.begin(), times.end()) * 1e6;
+      row.sent = agg.sent;
+      row.recv = agg.recv;
+      row.push_imb = agg.push;
+      row.pull_imb = agg.pull;
+      row.wrong = agg.wrong;
+      row.encoding = s->report().encoding;
+      row.phases = s->report().phases;
+      fill_bw(row, n);
+      if (root) print_row(row, type);
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
+
+json summarize(const std::vector<Row>& rows, bool print) {
+  // Per scheme: geometric mean over sizes of t_ref / t_scheme (> 1: faster than the reference).
+  std::map<uint64_t, std::map<std::string, double>> t;
+  std::vector<std::string> order;
+  for (const auto& r : rows) {
+    t[r.size][r.scheme] = r.time_us;
+    if (std::find(order.begin(), order.end(), r.scheme) == order.end()) order.push_back(r.scheme);
+  }
+  json out = json::object();
+  if (print) std::printf("# summary: speedup = time(reference) / time(scheme), geometric mean over sizes\n# %13s %12s %14s\n", "scheme", "vs dense", "vs allgather");
+  for (const auto& s : order) {
+    double ld = 0, la = 0;
+    int nd = 0, na = 0;
+    for (const auto& [size, m] : t) {
+      if (!m.count(s) || m.at(s) <= 0) continue;
+      if (m.count("dense")) {
+        ld += std::log(m.at("dense") / m.at(s));
+        ++nd;
+      }
+      if (m.count("allgather")) {
+        la += std::log(m.at("allgather") / m.at(s));
+        ++na;
+      }
+    }
+    json j;
+    if (nd) j["vs_dense"] = std::exp(ld / nd);
+    if (na) j["vs_allgather"] = std::exp(la / na);
+    out[s] = j;
+    if (print) {
+      char a[32] = "-", b[32] = "-";
+      if (nd) std::snprintf(a, sizeof a, "%.3fx", std::exp(ld / nd));
+      if (na) std::snprintf(b, sizeof b, "%.3fx", std::exp(la / na));
+      std::printf("# %13s %12s %14s\n", s.c_str(), a, b);
+    }
+  }
+  return out;
+}
+
+void finish(Communicator& comm, const Config& cfg, const std::vector<Row>& rows) {
+  if (comm.rank() != 0) return;
+  uint64_t wrong = 0;
+  for (const auto& r : rows) wrong += r.wrong;
+  json summary = summarize(rows, true);
+  std::printf("# total #wrong: %llu\n", static_cast<unsigned long long>(wrong));
+  if (cfg.json_file.empty()) return;
+  json j;
+  j["ranks"] = comm.size();
+  j["backend"] = comm.backend_name();
+  j["config"] = {{"b", cfg.b},         {"e", cfg.e},       {"f", cfg.f},         {"density", cfg.density},
+                 {"overlap", cfg.overlap}, {"skew", cfg.skew}, {"dtype", cfg.dtype}, {"row_width", cfg.row_width},
+                 {"iters", cfg.iters}, {"warmup", cfg.warmup}, {"check", cfg.check}, {"pull", cfg.pull},
+                 {"output", cfg.output}, {"seed", cfg.seed}, {"trace", cfg.trace_dir}};
+  j["rows"] = json::array();
+  for (const auto& r : rows) {
+    json x = {{"size", r.size},       {"count", r.count},         {"scheme", r.scheme},       {"density", r.density},
+              {"gamma", r.gamma},     {"time_us", r.time_us},     {"time_min_us", r.time_min_us},
+              {"time_max_us", r.time_max_us}, {"algbw_GBps", r.algbw}, {"busbw_GBps", r.busbw}, {"sent_B", r.sent},
+              {"recv_B", r.recv},     {"push_imbalance", r.push_imb}, {"pull_imbalance", r.pull_imb},
+              {"encoding", r.encoding}, {"wrong", r.wrong}};
+    x["phases_rank0"] = json::array();
+    for (const auto& p : r.phases) x["phases_rank0"].push_back({{"name", p.name}, {"sent", p.sent}, {"recv", p.recv}, {"seconds", p.seconds}});
+    j["rows"].push_back(x);
+  }
+  j["summary"] = summary;
+  j["total_wrong"] = wrong;
+  std::ofstream f(cfg.json_file);
+  ZEN_ENFORCE(f.good(), "--json: cannot open '" + cfg.json_file + "' for writing");
+  f << j.dump(2) << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config cfg;
+  CLI::App app{"zen_perf: sparse allreduce benchmark (nccl-tests conventions)"};
+  app.add_option("-b,--minbytes", cfg.b, "smallest dense size in bytes (suffix K/M/G)");
+  app.add_option("-e,--maxbytes", cfg.e, "largest dense size in bytes (suffix K/M/G)");
+  app.add_option("-f,--stepfactor", cfg.f, "multiplicative size step");
+  app.add_option("-d,--density", cfg.density, "local density d: rows per rank = d * N / D")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--overlap", cfg.overlap, "target gamma = union rows / local rows, in [1, n] (default (n+1)/2)");
+  app.add_option("--skew", cfg.skew, "Zipf exponent of the row distribution (0 = uniform; low rows hot)")->check(CLI::Range(0.0, 10.0));
+  app.add_option("-t,--dtype", cfg.dtype, "f32, f64, f16 or bf16");
+  app.add_option("--row-width", cfg.row_width, "row width D (values per index)");
+  app.add_option("-n,--iters", cfg.iters, "timed iterations");
+  app.add_option("-w,--warmup", cfg.warmup, "warm-up iterations");
+  app.add_option("-c,--check", cfg.check, "check results against the dense reference (0/1)");
+  app.add_option("--scheme", cfg.schemes, "all, or a comma list of: balanced,dense,dense_native,allgather,sparcml,omnireduce,sparse_ps");
+  app.add_option("--pull", cfg.pull, "balanced/sparse_ps pull encoding: auto, coo or bitmap");
+  app.add_option("--output", cfg.output, "result form timed: dense (N values) or sparse (sorted COO)");
+  app.add_option("--index", cfg.index, "input index type: i32 or i64");
+  app.add_option("--trace", cfg.trace_dir, "replay a trace directory (docs/trace-format.md) instead of synthetic inputs");
+  app.add_option("--dump", cfg.dump_dir, "write every rank's result per iteration as a trace under DIR/<scheme>/");
+  app.add_option("--json", cfg.json_file, "write all rows and the summary as JSON (rank 0)");
+  app.add_option("--threads", cfg.threads, "run N ranks as threads on the loopback backend (no MPI)");
+  app.add_option("--seed", cfg.seed, "workload seed (and h0 seed)");
+  app.add_option("--cpu-threads", cfg.cpu_threads, "CPU threads per rank for hashing (0 = all cores)");
+  app.add_option("--block-size", cfg.block_size, "omnireduce block size in values");
+  app.add_option("--sparcml-switch", cfg.sparcml_switch, "sparcml dense switch density (0 = byte break-even)");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (cfg.threads > 0) {
+      std::vector<Row> rows;
+      std::mutex mu;
+      loopback::run(
+          cfg.threads,
+          [&](Communicator& c) {
+            auto r = run_bench(c, cfg);
+            std::lock_guard<std::mutex> lk(mu);
+            if (c.rank() == 0) {
+              rows = r;
+              finish(c, cfg, rows);
+            }
+          },
+          Communicator::Ms(600000));
+      uint64_t wrong = 0;
+      for (const auto& r : rows) wrong += r.wrong;
+      return wrong ? 2 : 0;
+    }
+#ifdef ZEN_HAVE_MPI
+    mpi::Environment env(&argc, &argv);
+    int rc = 0;
+    {
+      auto comm = mpi::create(MPI_COMM_WORLD);
+      comm->set_timeout(Communicator::Ms(600000));
+      auto rows = run_bench(*comm, cfg);
+      finish(*comm, cfg, rows);
+      uint64_t wrong = 0;
+      for (const auto& r : rows) wrong += r.wrong;
+      rc = wrong ? 2 : 0;
+    }
+    return rc;
+#else
+    cfg.threads = 1;
+    std::vector<Row> rows;
+    loopback::run(1, [&](Communicator& c) {
+      rows = run_bench(c, cfg);
+      finish(c, cfg, rows);
+    });
+    return 0;
+#endif
+  } catch (const std::exception& ex) {
+    std::fprintf(stderr, "zen_perf: %s\n", ex.what());
+    return 1;
+  }
+}

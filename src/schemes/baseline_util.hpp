@@ -1,0 +1,127 @@
+#pragma once
+// Private helpers of the baseline schemes (dense ring / native, allgather, sparcml, omnireduce,
+// sparse_ps). Not installed; see docs/algorithms.md for the algorithms and their byte counts.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "zen/comm/communicator.hpp"
+#include "zen/schemes/scheme.hpp"
+#include "zen/tensor.hpp"
+
+namespace zen::baseline {
+
+/// The caller's input coalesced: keys strictly increasing (int64 rows), one value row per key
+/// (duplicates summed in input order, accumulating in accum_of<T>, rounded once).
+struct Local {
+  std::vector<int64_t> keys;
+  std::vector<uint8_t> vals;
+};
+
+inline Local coalesce_input(const SparseView& in, const TensorSpec& spec) {
+  Local l;
+  l.keys.resize(in.nnz);
+  for (size_t i = 0; i < in.nnz; ++i) l.keys[i] = in.index_at(i);
+  const size_t vb = in.nnz * spec.row_width * dtype_size(spec.dtype);
+  l.vals.resize(vb);
+  if (vb) std::memcpy(l.vals.data(), in.values, vb);
+  detail::sort_and_reduce(l.keys, l.vals, spec.row_width, spec.dtype);
+  return l;
+}
+
+/// max/mean of a load vector (1 when everything is zero).
+inline double imbalance(const std::vector<uint64_t>& load) {
+  uint64_t total = 0, mx = 0;
+  for (uint64_t v : load) {
+    total += v;
+    mx = std::max(mx, v);
+  }
+  return total == 0 ? 1.0 : static_cast<double>(mx) * static_cast<double>(load.size()) / static_cast<double>(total);
+}
+
+/// Start of part o when `total` items are split into n contiguous near-equal parts (the first
+/// total % n parts get one more item); the same split as ring_chunk_bytes.
+inline uint64_t range_begin(uint64_t total, int n, int o) {
+  const uint64_t un = static_cast<uint64_t>(n), uo = static_cast<uint64_t>(o);
+  return uo * (total / un) + std::min<uint64_t>(uo, total % un);
+}
+
+inline int mod(int a, int n) { return ((a % n) + n) % n; }
+
+inline bool get_bit(const uint8_t* bm, uint64_t i) { return (bm[i >> 3] >> (i & 7)) & 1u; }
+inline void set_bit(uint8_t* bm, uint64_t i) { bm[i >> 3] = static_cast<uint8_t>(bm[i >> 3] | (1u << (i & 7))); }
+
+/// Ring reduce-scatter then ring allgather, in place, over `count` elements of `elem` bytes split by
+/// ring_chunk_bytes. After the reduce-scatter rank r holds the reduced chunk r. combine(dst, src, k)
+/// folds k received elements into dst. Bytes per rank: sent (S - c_r) + (S - c_{r+1}),
+/// received (S - c_{r-1}) + (S - c_r).
+template <typename Combine>
+void ring_reduce_scatter(Communicator& c, uint8_t* buf, size_t count, size_t elem, Combine&& combine, int tag) {
+  const int n = c.size(), r = c.rank();
+  if (n == 1) return;
+  std::vector<size_t> off(static_cast<size_t>(n) + 1, 0);
+  size_t maxc = 0;
+  for (int i = 0; i < n; ++i) {
+    const size_t b = ring_chunk_bytes(count, elem, n, i);
+    off[i + 1] = off[i] + b;
+    maxc = std::max(maxc, b);
+  }
+  std::vector<uint8_t> tmp(maxc);
+  const int right = mod(r + 1, n), left = mod(r - 1, n);
+  for (int s = 0; s < n - 1; ++s) {
+    const int sc = mod(r - s - 1, n), rc = mod(r - s - 2, n);
+    const size_t sb = off[sc + 1] - off[sc], rb = off[rc + 1] - off[rc];
+    c.sendrecv(buf + off[sc], sb, right, tmp.data(), rb, left, tag);
+    combine(buf + off[rc], tmp.data(), rb / elem);
+  }
+}
+
+inline void ring_allgather(Communicator& c, uint8_t* buf, size_t count, size_t elem, int tag) {
+  const int n = c.size(), r = c.rank();
+  if (n == 1) return;
+  std::vector<size_t> off(static_cast<size_t>(n) + 1, 0);
+  for (int i = 0; i < n; ++i) off[i + 1] = off[i] + ring_chunk_bytes(count, elem, n, i);
+  const int right = mod(r + 1, n), left = mod(r - 1, n);
+  for (int s = 0; s < n - 1; ++s) {
+    const int sc = mod(r - s, n), rc = mod(r - s - 1, n);
+    c.sendrecv(buf + off[sc], off[sc + 1] - off[sc], right, buf + off[rc], off[rc + 1] - off[rc], left, tag);
+  }
+}
+
+/// dst[i] = T(A(dst[i]) + A(src[i])): one addition in the accumulation type, rounded to T.
+template <typename T>
+inline void add_into(T* dst, const T* src, size_t k) {
+  using A = typename accum_of<T>::type;
+  for (size_t i = 0; i < k; ++i) dst[i] = static_cast<T>(static_cast<A>(dst[i]) + static_cast<A>(src[i]));
+}
+
+/// Ring-OR of a presence bitmap of `bytes` bytes (the union of the supports), in place.
+inline void ring_or(Communicator& c, uint8_t* bm, size_t bytes, int tag) {
+  ring_reduce_scatter(
+      c, bm, bytes, 1,
+      [](uint8_t* d, const uint8_t* s, size_t k) {
+        for (size_t i = 0; i < k; ++i) d[i] = static_cast<uint8_t>(d[i] | s[i]);
+      },
+      tag);
+  ring_allgather(c, bm, bytes, 1, tag);
+}
+
+/// Sparse result from a dense buffer and a presence bitmap over rows.
+inline void dense_with_support_to_sparse(const uint8_t* dense, const uint8_t* bm, const TensorSpec& spec,
+                                         SparseTensor& out) {
+  const uint64_t R = spec.dense_len / spec.row_width;
+  const size_t rb = spec.row_width * dtype_size(spec.dtype);
+  size_t k = 0;
+  for (uint64_t i = 0; i < (R + 7) / 8; ++i) k += static_cast<size_t>(__builtin_popcount(bm[i]));
+  out.resize(k);
+  size_t j = 0;
+  for (uint64_t row = 0; row < R; ++row)
+    if (get_bit(bm, row)) {
+      out.indices[j] = static_cast<int64_t>(row);
+      std::memcpy(out.values.data() + j * rb, dense + row * rb, rb);
+      ++j;
+    }
+}
+
+}  // namespace zen::baseline

@@ -1,0 +1,53 @@
+// Dense baseline through the backend's native allreduce (MPI_Allreduce, ncclAllReduce, loopback).
+// For a sparse result the support travels as an R-bit presence bitmap ring-ORed over sendrecv
+// (the native allreduce has no OR on bytes). See docs/algorithms.md, "dense_native".
+#include <cstring>
+
+#include "baseline_util.hpp"
+#include "zen/schemes/scheme.hpp"
+
+namespace zen {
+namespace {
+
+class DenseNative final : public SparseAllreduce {
+ public:
+  DenseNative(Communicator& c, const TensorSpec& s, const SchemeOptions& o) : SparseAllreduce(c, s, o) {}
+  const char* name() const override { return "dense_native"; }
+
+ protected:
+  void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
+    const uint64_t N = spec_.dense_len, R = N / spec_.row_width;
+    const size_t vs = dtype_size(spec_.dtype), rb = spec_.row_width * vs;
+    report_.encoding = "dense";
+    baseline::Local loc = baseline::coalesce_input(in, spec_);
+    std::vector<uint8_t> scratch;
+    uint8_t* buf = static_cast<uint8_t*>(dense_out);
+    if (!buf) {
+      scratch.resize(N * vs);
+      buf = scratch.data();
+    }
+    std::memset(buf, 0, N * vs);
+    for (size_t i = 0; i < loc.keys.size(); ++i)
+      std::memcpy(buf + static_cast<size_t>(loc.keys[i]) * rb, loc.vals.data() + i * rb, rb);
+    {
+      Phase ph(*this, "allreduce");
+      if (comm_.size() > 1) comm_.allreduce(buf, N, spec_.dtype, ReduceOp::Sum);
+    }
+    if (!sparse_out) return;
+    std::vector<uint8_t> bm((R + 7) / 8, 0);
+    for (int64_t k : loc.keys) baseline::set_bit(bm.data(), static_cast<uint64_t>(k));
+    {
+      Phase ph(*this, "support");
+      baseline::ring_or(comm_, bm.data(), bm.size(), 2);
+    }
+    baseline::dense_with_support_to_sparse(buf, bm.data(), spec_, *sparse_out);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<SparseAllreduce> make_dense_native(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
+  return std::make_unique<DenseNative>(c, s, o);
+}
+
+}  // namespace zen

@@ -1,0 +1,172 @@
+// Every scheme of zen::scheme_names() x n = 1..8 ranks on the loopback backend: results bitwise equal
+// to an independent dense reference and identical on all ranks (sparse and dense output), and the
+// bytes each rank sends and receives equal the formulas of docs/algorithms.md exactly.
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <tuple>
+
+#include "cases.hpp"
+#include "zen/comm/loopback.hpp"
+
+using namespace zen;
+using test::Case;
+
+namespace {
+
+using Param = std::tuple<std::string, int>;
+
+std::string param_name(const ::testing::TestParamInfo<Param>& i) {
+  return std::get<0>(i.param) + "_n" + std::to_string(std::get<1>(i.param));
+}
+
+class SchemeSuite : public ::testing::TestWithParam<Param> {};
+
+TEST_P(SchemeSuite, MatchesReferenceOnEveryRank) {
+  const auto& [scheme, n] = GetParam();
+  std::vector<Case> cases;
+  std::vector<test::Reference> refs;
+  for (const auto& kind : test::case_kinds())
+    for (int v = 0; v < 4; ++v) {
+      cases.push_back(test::make_case(kind, n, v));
+      refs.push_back(test::reference(cases.back()));
+    }
+  loopback::run(n, [&](Communicator& c) {
+    for (size_t i = 0; i < cases.size(); ++i) test::check_case(c, scheme, cases[i], refs[i]);
+  });
+}
+
+TEST_P(SchemeSuite, BytesMatchDocumentedFormula) {
+  const auto& [scheme, n] = GetParam();
+  std::vector<PullEncoding> pulls{PullEncoding::Auto};
+  if (scheme == "sparse_ps" || scheme == "balanced") pulls = {PullEncoding::Auto, PullEncoding::Coo, PullEncoding::Bitmap};
+  for (const char* kind : {"empty", "single", "sparse1", "half", "full", "skew", "dups", "switch", "one_rank_all"})
+    for (int v = 0; v < 2; ++v)
+      for (PullEncoding pull : pulls) {
+        Case cs = test::make_case(kind, n, v);
+        cs.opt.pull = pull;
+        const auto ref = test::reference(cs);
+        const auto want_sparse = test::expected_traffic(scheme, cs, n, true);
+        const auto want_dense = test::expected_traffic(scheme, cs, n, false);
+        std::mutex mu;
+        loopback::run(n, [&](Communicator& c) {
+          SyncReport rs, rd;
+          test::check_case(c, scheme, cs, ref, &rs, &rd);
+          const int r = c.rank();
+          std::lock_guard<std::mutex> lk(mu);
+          const std::string where = scheme + " " + cs.name + " pull " + std::to_string(static_cast<int>(pull)) +
+                                    " n=" + std::to_string(n) + " rank " + std::to_string(r);
+          EXPECT_EQ(rs.sent, want_sparse[r].sent) << where << " (sparse output)";
+          EXPECT_EQ(rs.recv, want_sparse[r].recv) << where << " (sparse output)";
+          EXPECT_EQ(rd.sent, want_dense[r].sent) << where << " (dense output)";
+          EXPECT_EQ(rd.recv, want_dense[r].recv) << where << " (dense output)";
+          uint64_t ps = 0, pr = 0;
+          for (const auto& ph : rs.phases) {
+            ps += ph.sent;
+            pr += ph.recv;
+          }
+          EXPECT_EQ(ps, rs.sent) << where;
+          EXPECT_EQ(pr, rs.recv) << where;
+          EXPECT_GE(rs.push_imbalance, 1.0) << where;
+          EXPECT_GE(rs.pull_imbalance, 1.0) << where;
+          EXPECT_FALSE(rs.encoding.empty()) << where;
+        });
+      }
+}
+
+// All traffic of a call is inside its phases: the communicator's own counters agree with report().
+TEST_P(SchemeSuite, ReportCoversAllTraffic) {
+  const auto& [scheme, n] = GetParam();
+  Case cs = test::make_case("sparse1", n, 2);
+  loopback::run(n, [&](Communicator& c) {
+    test::Input in;
+    test::make_input(cs, c.rank(), in);
+    auto s = make_scheme(scheme, c, cs.spec(), cs.opt);
+    auto before = c.stats();
+    SparseTensor out;
+    s->run(in.view, out);
+    auto d = c.stats() - before;
+    EXPECT_EQ(d.total_sent(), s->report().sent) << scheme << " rank " << c.rank();
+    EXPECT_EQ(d.total_recv(), s->report().recv) << scheme << " rank " << c.rank();
+    if (n > 1) {
+      EXPECT_FALSE(s->report().phases.empty()) << scheme;
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(All, SchemeSuite,
+                         ::testing::Combine(::testing::ValuesIn(zen::scheme_names()), ::testing::Range(1, 9)), param_name);
+
+// Push imbalance reflects skew for range partitions (sparse_ps, omnireduce) when one range is hot.
+TEST(SchemeReports, RangeSchemesSeeSkew) {
+  const int n = 4;
+  Case cs;
+  cs.name = "hot-range";
+  cs.rows = 4001;
+  cs.idx.assign(n, {});
+  cs.val.assign(n, {});
+  test::Rng g(5);
+  for (int r = 0; r < n; ++r)
+    for (int64_t row = 0; row < 400; ++row) test::add_row(cs, r, row, g);  // all in owner 0's range
+  const auto ref = test::reference(cs);
+  for (const char* scheme : {"sparse_ps", "omnireduce"}) {
+    std::vector<double> imb(n);
+    loopback::run(n, [&](Communicator& c) {
+      SyncReport rs;
+      test::check_case(c, scheme, cs, ref, &rs);
+      imb[c.rank()] = rs.push_imbalance;
+    });
+    for (double x : imb) EXPECT_DOUBLE_EQ(x, 4.0) << scheme;  // max/mean with one loaded owner of 4
+  }
+}
+
+TEST(SchemeReports, SparcmlSwitchesToDense) {
+  Case cs = test::make_case("full", 4, 0);
+  const auto ref = test::reference(cs);
+  loopback::run(4, [&](Communicator& c) {
+    SyncReport rs;
+    test::check_case(c, "sparcml", cs, ref, &rs);
+    EXPECT_EQ(rs.encoding, "dense");
+  });
+  Case sp = test::make_case("sparse1", 4, 0);
+  const auto ref2 = test::reference(sp);
+  loopback::run(4, [&](Communicator& c) {
+    SyncReport rs;
+    test::check_case(c, "sparcml", sp, ref2, &rs);
+    EXPECT_EQ(rs.encoding, "coo");
+  });
+}
+
+TEST(SchemeErrors, DuplicatesRejectedWhenAsked) {
+  for (const auto& scheme : zen::scheme_names()) {
+    Case cs = test::make_case("dups", 2, 0);
+    cs.opt.duplicates = DuplicatePolicy::Reject;
+    auto errs = loopback::run_collect(2, [&](Communicator& c) {
+      test::Input in;
+      test::make_input(cs, c.rank(), in);
+      auto s = make_scheme(scheme, c, cs.spec(), cs.opt);
+      SparseTensor out;
+      s->run(in.view, out);
+    });
+    ASSERT_TRUE(errs[0]) << scheme;
+    try {
+      std::rethrow_exception(errs[0]);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Result::InvalidArgument) << scheme << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("duplicate"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(SchemeErrors, UnknownSchemeNamesTheKnownOnes) {
+  loopback::run(1, [](Communicator& c) {
+    try {
+      make_scheme("nope", c, TensorSpec{10, 1, DType::F32});
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("sparcml"), std::string::npos) << e.what();
+    }
+  });
+}
+
+}  // namespace
