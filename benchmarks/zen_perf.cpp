@@ -424,8 +424,11 @@ std::vector<Row> run_bench(Communicator& comm, const Config& cfg) {
   if (!cfg.trace_dir.empty()) {
 #ifdef ZEN_PERF_HAVE_TRACE
     const trace::TraceMeta meta = trace::read_meta(cfg.trace_dir);
-    ZEN_ENFORCE(meta.ranks == n, "trace " + cfg.trace_dir + " has " + std::to_string(meta.ranks) + " ranks but the run has " +
-                                     std::to_string(n));
+    // A run with fewer ranks than the trace replays the trace's first n ranks.
+    ZEN_ENFORCE(meta.ranks >= n, "trace " + cfg.trace_dir + " has " + std::to_string(meta.ranks) + " ranks but the run has " +
+                                     std::to_string(n) + " (a run may use the first n <= ranks of a trace, not more)");
+    if (root && meta.ranks > n)
+      std::printf("# replaying the first %d of the trace's %d ranks\n", n, meta.ranks);
     const uint64_t N = static_cast<uint64_t>(meta.N);
     const uint32_t TD = static_cast<uint32_t>(meta.row_width);
     const DType tdt = meta.dtype;
@@ -439,6 +442,7 @@ std::vector<Row> run_bench(Communicator& comm, const Config& cfg) {
       double push = 1, pull = 1, dens = 0, gam = 0;
       std::string dump = cfg.dump_dir.empty() ? "" : cfg.dump_dir + "/" + name;
       trace::TraceMeta out_meta = meta;
+      out_meta.ranks = n;
       out_meta.source = "zen_perf " + name + " results of " + cfg.trace_dir;
       if (!dump.empty()) {
         if (root) trace::write_meta(dump, out_meta);
