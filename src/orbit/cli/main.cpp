@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "zen/error.hpp"
+#include "zen/fl/sim/experiment.hpp"
 #include "zen/orbit/contact.hpp"
 #include "zen/orbit/link.hpp"
 #include "zen/orbit/scenario.hpp"
@@ -250,6 +251,151 @@ int cmd_plot(const ScenarioArgs& a, const std::string& out_dir, int max_tracks, 
   return 0;
 }
 
+
+// ---- fl / compare: orbit-aware federated learning (zen::fl::sim, docs/fl-orbit.md) ----
+namespace zs = zen::fl::sim;
+
+struct FlArgs {
+  zs::ExperimentConfig cfg;
+  std::string schemes;
+  std::string presets;
+  std::string out;
+  std::vector<std::string> faults;
+  bool transfers = false;
+};
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+void add_fl_options(CLI::App* app, FlArgs& a) {
+  auto& c = a.cfg;
+  app->add_option("--scenario", c.scenario, "built-in scenario")->capture_default_str();
+  app->add_option("--config", c.scenario_file, "scenario JSON file (overrides --scenario)");
+  app->add_option("--server", c.server, "replace the server: meo, bremen (53.0N 8.8E), northpole")
+      ->check(CLI::IsMember({"meo", "bremen", "northpole"}));
+  app->add_option("--rounds", c.rounds, "sync rounds / async iterations per orbit (default 20, or --max-rounds with --target-acc)");
+  app->add_option("--target-acc", c.target_acc, "target test accuracy (time to reach it is reported)");
+  app->add_option("--max-rounds", c.max_rounds, "rounds simulated with --target-acc and no --rounds")->capture_default_str();
+  app->add_option("--model", c.model, "logreg or mlp")->check(CLI::IsMember({"logreg", "mlp"}))->capture_default_str();
+  app->add_option("--hidden", c.hidden, "mlp hidden units")->capture_default_str();
+  app->add_option("--split", c.split, "iid or dirichlet:ALPHA")->capture_default_str();
+  app->add_option("--weighting", c.weighting, "samples or uniform")->capture_default_str();
+  app->add_option("--lr", c.lr, "SGD learning rate")->capture_default_str();
+  app->add_option("--batch", c.batch, "SGD batch size")->capture_default_str();
+  app->add_option("--epochs", c.epochs, "local epochs per round")->capture_default_str();
+  app->add_option("--seed", c.seed, "master seed")->capture_default_str();
+  app->add_option("--data-dir", c.data_dir, "Fashion-MNIST IDX directory (default $ZEN_FMNIST_DIR or the Debian path)");
+  app->add_option("--train-limit", c.train_limit, "use only the first N training images");
+  app->add_option("--test-limit", c.test_limit, "use only the first N test images");
+  app->add_option("--train-time", c.train_time, "on-board training time per round: seconds, or 'measured'")
+      ->capture_default_str();
+  app->add_option("--train-scale", c.train_scale, "measured training: simulated s = measured wall s * factor")
+      ->capture_default_str();
+  app->add_option("--fault", a.faults, "sat:ID@T | link:A-B@T | miss:ID@T (repeatable)");
+  app->add_option("--staleness", c.staleness_exponent, "ring-async staleness exponent a, s = (1+tau)^-a")
+      ->capture_default_str();
+  app->add_option("--days", c.initial_days, "initial contact-plan horizon (doubled as needed)")->capture_default_str();
+  app->add_option("--ranks", c.ranks, "loopback ranks (0: one per satellite + server up to 64 satellites, else 16)");
+  app->add_option("--threads", c.threads, "window prediction threads (0 = all cores)");
+  app->add_option("--out", a.out, "output directory for CSV / PNG");
+  app->add_flag("--transfers", a.transfers, "also write every transfer as received (transfers-<scheme>-<preset>.csv)");
+}
+
+zs::ExperimentConfig finish_config(FlArgs& a) {
+  for (const auto& f : a.faults) a.cfg.faults.push_back(zs::parse_fault(f));
+  return a.cfg;
+}
+
+void write_outputs(const FlArgs& a, const std::vector<zs::RunResult>& runs, const std::string& title) {
+  if (a.out.empty()) return;
+  std::filesystem::create_directories(a.out);
+  std::vector<const zs::RunResult*> ptrs;
+  for (const auto& r : runs) {
+    const std::string base = a.out + "/" + r.scheme + "-" + r.preset;
+    zs::write_csv(base + ".csv", r);
+    if (a.transfers) {
+      std::ofstream f(a.out + "/transfers-" + r.scheme + "-" + r.preset + ".csv");
+      f << "event,kind,from,to,start_s,end_s,duration_s,bytes,via_comm\n";
+      for (const auto& t : r.learn.transfers)
+        f << t.event << ',' << zs::event_kind_name(t.kind) << ',' << t.from << ',' << t.to << ',' << t.start_s << ','
+          << t.end_s << ',' << (t.end_s - t.start_s) << ',' << t.bytes << ',' << (t.via_comm ? 1 : 0) << '\n';
+    }
+    ptrs.push_back(&r);
+  }
+  zs::write_plot(a.out, ptrs, title);
+  std::printf("wrote %s/*.csv and %s/accuracy.png\n", a.out.c_str(), a.out.c_str());
+}
+
+int cmd_fl(FlArgs& a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  zs::Experiment ex(finish_config(a));
+  std::vector<zs::RunResult> runs;
+  for (const std::string& scheme : split_list(a.schemes)) {
+    runs.push_back(ex.run(scheme, a.cfg.preset));
+    std::printf("%s\n", runs.back().summary().c_str());
+    std::fflush(stdout);
+  }
+  write_outputs(a, runs, "FL on " + ex.scenario().name + " (" + a.cfg.preset + ")");
+  std::printf("total wall %.2f s (data load %.2f s)\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), ex.load_wall_s());
+  return 0;
+}
+
+int cmd_compare(FlArgs& a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  zs::Experiment ex(finish_config(a));
+  std::vector<zs::RunResult> runs;
+  const auto schemes = split_list(a.schemes);
+  ZEN_ENFORCE(schemes.size() >= 2, "compare needs at least two schemes, got '" + a.schemes + "'");
+  std::printf("scenario %s: %d satellites in %d planes, server(s):", ex.scenario().name.c_str(),
+              ex.scenario().num_satellites(), ex.scenario().planes);
+  for (const auto& s : ex.scenario().servers) std::printf(" %s", s.name.c_str());
+  std::printf("; model %s (%zu parameters, %.0f bit), train time %s s, target accuracy %.3f\n", a.cfg.model.c_str(),
+              ex.federation().global().num_params(), ex.timing().model_bits, a.cfg.train_time.c_str(),
+              a.cfg.target_acc);
+  for (const std::string& preset : split_list(a.presets)) {
+    const std::size_t first = runs.size();
+    for (const std::string& scheme : schemes) {
+      runs.push_back(ex.run(scheme, preset));
+      std::printf("%s\n", runs.back().summary().c_str());
+      std::fflush(stdout);
+    }
+    const zs::RunResult& b = runs[first];
+    std::printf("\npreset %s (vs %s)\n", preset.c_str(), b.scheme.c_str());
+    std::printf("| scheme | round [s] (async: per P updates) | speed-up/round | time to %.2f [s] | speed-up to target | server transfers/round | traffic ratio | ISL transfers/round | final acc |\n",
+                a.cfg.target_acc);
+    std::printf("|---|---|---|---|---|---|---|---|---|\n");
+    for (std::size_t i = first; i < runs.size(); ++i) {
+      const zs::RunResult& r = runs[i];
+      char tt[64] = "not reached", su[64] = "-";
+      if (r.time_to_target_s >= 0) std::snprintf(tt, sizeof(tt), "%.1f", r.time_to_target_s);
+      if (r.time_to_target_s > 0 && b.time_to_target_s > 0)
+        std::snprintf(su, sizeof(su), "%.2fx", b.time_to_target_s / r.time_to_target_s);
+      std::printf("| %s | %.2f | %.2fx | %s | %s | %.2f | %.2fx | %.2f | %.4f |\n", r.scheme.c_str(), r.mean_round_s,
+                  b.mean_round_s / r.mean_round_s, tt, su, r.ps_transfers_per_round,
+                  b.ps_transfers_per_round / r.ps_transfers_per_round, r.isl_transfers_per_round, r.final_accuracy);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  write_outputs(a, runs, "FL on " + ex.scenario().name + ": baseline vs ring");
+  std::printf("total wall %.2f s (data load %.2f s)\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), ex.load_wall_s());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -282,11 +428,30 @@ int main(int argc, char** argv) {
   auto* config = app.add_subcommand("config", "print a scenario as a JSON config (editable, loadable with --config)");
   add_scenario_options(config, ca, false);
 
+  FlArgs fa;
+  fa.schemes = "ring";
+  auto* fl = app.add_subcommand("fl", "federated learning over the constellation (baseline | ring | ring-async)");
+  add_fl_options(fl, fa);
+  fl->add_option("--scheme", fa.schemes, "scheme(s), comma-separated: baseline, ring, ring-async")->capture_default_str();
+  fl->add_option("--preset", fa.cfg.preset, "link preset ka or s")->check(CLI::IsMember({"ka", "s"}))->capture_default_str();
+
+  FlArgs cmpa;
+  cmpa.schemes = "baseline,ring";
+  cmpa.presets = "ka,s";
+  cmpa.cfg.target_acc = 0.80;
+  cmpa.cfg.rounds = 20;
+  auto* compare = app.add_subcommand("compare", "run baseline and ring; print speed-ups and server-traffic ratio");
+  add_fl_options(compare, cmpa);
+  compare->add_option("--schemes", cmpa.schemes, "schemes, the first is the reference")->capture_default_str();
+  compare->add_option("--presets", cmpa.presets, "link presets, comma-separated")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (windows->parsed()) return cmd_windows(wa, out);
     if (links->parsed()) return cmd_links(la, bits);
     if (plot->parsed()) return cmd_plot(pa, dir, max_tracks, track_step);
+    if (fl->parsed()) return cmd_fl(fa);
+    if (compare->parsed()) return cmd_compare(cmpa);
     if (config->parsed()) {
       std::cout << load(ca).to_json_text() << "\n";
       return 0;

@@ -1,0 +1,101 @@
+#pragma once
+// End-to-end runs of the orbit-aware FL schemes: scenario -> contact plan -> timing schedule ->
+// learner (real Fashion-MNIST training through the loopback communicator) -> CSV / plot / summary.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "zen/fl/dataset.hpp"
+#include "zen/fl/federation.hpp"
+#include "zen/fl/sim/learner.hpp"
+#include "zen/fl/sim/timing.hpp"
+#include "zen/orbit/scenario.hpp"
+
+namespace zen::fl::sim {
+
+struct ExperimentConfig {
+  std::string scenario = "reference";  ///< built-in name
+  std::string scenario_file;           ///< JSON config (overrides scenario)
+  std::string server;                  ///< "" (scenario's own), meo, bremen, northpole
+  std::string preset = "ka";
+  int rounds = 0;             ///< 0: max_rounds when target_acc > 0, else 20
+  double target_acc = 0.0;    ///< > 0: report (and stop the CSV at) the first update reaching it
+  int max_rounds = 40;
+  // learning
+  std::string model = "logreg";
+  int hidden = 32;
+  std::string split = "iid";  ///< iid | dirichlet:ALPHA
+  std::string weighting = "samples";
+  float lr = 0.1f;
+  std::size_t batch = 10;
+  int epochs = 1;
+  uint64_t seed = 1;
+  std::string data_dir;       ///< default: default_fashion_mnist_dir()
+  std::size_t train_limit = 0;
+  std::size_t test_limit = 0;
+  // timing
+  std::string train_time = "60";  ///< seconds, or "measured"
+  double train_scale = 1.0;       ///< measured: simulated time = measured wall time * scale
+  std::vector<Fault> faults;
+  double staleness_exponent = 0.5;
+  double initial_days = 1.0;      ///< first prediction horizon (doubled until the schedule fits)
+  int ranks = 0;                  ///< loopback ranks (0: automatic)
+  unsigned threads = 0;           ///< window prediction threads
+};
+
+/// Scenario with the server replaced as requested (meo | bremen | northpole).
+orbit::Scenario make_scenario(const ExperimentConfig& cfg);
+
+struct RunResult {
+  std::string scheme;
+  std::string preset;
+  Schedule schedule;
+  LearnResult learn;
+  double horizon_s = 0.0;
+  int rounds = 0;                   ///< sync rounds, or async iterations per orbit
+  double mean_round_s = 0.0;        ///< sync: mean round; async: mean time per P updates
+  double ps_transfers_per_round = 0.0;
+  double isl_transfers_per_round = 0.0;
+  double time_to_target_s = -1.0;   ///< -1: not reached
+  int rounds_to_target = -1;
+  double final_accuracy = 0.0;
+  double sim_wall_s = 0.0, learn_wall_s = 0.0;
+  std::string summary() const;
+};
+
+/// Data, federation and contact plan shared by the runs of one scenario.
+class Experiment {
+ public:
+  explicit Experiment(ExperimentConfig cfg);
+  const ExperimentConfig& config() const noexcept { return cfg_; }
+  const orbit::Scenario& scenario() const noexcept { return sc_; }
+  const Federation& federation() const noexcept { return *fed_; }
+  /// Per-satellite training times used by the timing simulator.
+  const TimingConfig& timing() const noexcept { return timing_; }
+  double load_wall_s() const noexcept { return load_wall_s_; }
+
+  /// Timing schedule for a scheme and preset (grows the prediction horizon until it fits).
+  Schedule schedule(const std::string& scheme, const std::string& preset, int rounds, double* horizon_s = nullptr);
+  /// Schedule + learning + metrics.
+  RunResult run(const std::string& scheme, const std::string& preset);
+
+ private:
+  const orbit::ContactPlan& plan_for(double min_horizon);
+
+  ExperimentConfig cfg_;
+  orbit::Scenario sc_;
+  Dataset train_, test_;
+  std::unique_ptr<Federation> fed_;
+  TimingConfig timing_;
+  std::unique_ptr<orbit::ContactPlan> plan_;
+  double load_wall_s_ = 0.0;
+};
+
+/// CSV: time_s,round,accuracy,loss,ps_transfers,ps_bits,isl_transfers (one row per global update,
+/// the first row the initial model; transfers counted since the previous row).
+void write_csv(const std::string& path, const RunResult& r);
+/// gnuplot PNG of accuracy vs simulated time for several runs (CSV files next to it).
+void write_plot(const std::string& dir, const std::vector<const RunResult*>& runs, const std::string& title);
+
+}  // namespace zen::fl::sim

@@ -1,0 +1,122 @@
+#pragma once
+// Timing simulator of the orbit-aware FL schemes (docs/fl-orbit.md).
+//
+// A pure function of (scenario, contact plan, link preset, model size, training times, faults): it
+// emits the Schedule of every transfer and training step, with durations from the link model, on a
+// simulated clock. No learning happens here; learner.hpp replays the schedule with real models.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "zen/error.hpp"
+#include "zen/fl/sim/schedule.hpp"
+#include "zen/orbit/contact.hpp"
+#include "zen/orbit/link.hpp"
+#include "zen/orbit/scenario.hpp"
+
+namespace zen::fl::sim {
+
+/// Thrown when a contact query runs past the contact plan's horizon (predict a longer horizon).
+class HorizonExceeded : public zen::Error {
+ public:
+  explicit HorizonExceeded(const std::string& msg) : zen::Error(zen::Result::InvalidArgument, msg) {}
+};
+
+/// Injected fault. Failures are permanent from time_s on; a missed upload hits the first upload
+/// attempt of `sat` that starts at or after time_s (the attempt uses its window slot but delivers
+/// nothing).
+struct Fault {
+  enum class Kind { Satellite, Link, MissedUpload };
+  Kind kind = Kind::Satellite;
+  int sat = 0;
+  int sat2 = -1;  ///< Link: the other end (a ring neighbour of sat)
+  double time_s = 0.0;
+
+  static Fault satellite(int sat, double t) { return {Kind::Satellite, sat, -1, t}; }
+  static Fault link(int a, int b, double t) { return {Kind::Link, a, b, t}; }
+  static Fault missed_upload(int sat, double t) { return {Kind::MissedUpload, sat, -1, t}; }
+};
+/// "sat:ID@T", "link:A-B@T", "miss:ID@T" (T in seconds); throws zen::Error naming the text.
+Fault parse_fault(const std::string& text);
+std::string fault_to_string(const Fault& f);
+
+struct TimingConfig {
+  orbit::LinkPreset preset = orbit::LinkPreset::ka();
+  double model_bits = 7850.0 * 32.0;  ///< bits of one model / one partial aggregate on a link
+  double train_s = 60.0;              ///< on-board training time per round (all satellites)
+  std::vector<double> train_s_per_sat;  ///< overrides train_s when non-empty (size K)
+  double ps_agg_s = 0.15e-3;          ///< server aggregation time
+  double isl_agg_s = 10e-6;           ///< partial aggregation on a satellite
+  double sink_choice_s = 10e-6;       ///< sink choice before an upload
+  double staleness_exponent = 0.5;    ///< ring-async: s = (1 + tau)^-a
+  std::vector<Fault> faults;
+};
+
+/// Scenario + contact plan + link times; the input of every scheme.
+class TimingContext {
+ public:
+  TimingContext(const orbit::Scenario& sc, const orbit::ContactPlan& plan, TimingConfig cfg);
+
+  const orbit::Scenario& scenario() const noexcept { return sc_; }
+  const orbit::ContactPlan& plan() const noexcept { return plan_; }
+  const TimingConfig& config() const noexcept { return cfg_; }
+  int num_satellites() const noexcept { return sc_.num_satellites(); }
+  int num_planes() const noexcept { return sc_.planes; }
+  /// Members of a plane in ring (slot) order.
+  const std::vector<int>& ring(int plane) const { return rings_.at(static_cast<std::size_t>(plane)); }
+
+  /// Server link time of a satellite: model_bits / R(d) + d / c at the satellite's worst-case
+  /// distance over all its windows (orbit-fl.md §3, as in the reference code).
+  double t_ps(int sat) const { return t_ps_.at(static_cast<std::size_t>(sat)); }
+  /// ISL time of a plane at its neighbour distance.
+  double t_isl(int plane) const { return t_isl_.at(static_cast<std::size_t>(plane)); }
+  double train_time(int sat) const;
+
+  // ---- failure state (faults from the config) ----
+  bool node_alive(int sat, double t) const;
+  bool link_alive(int a, int b, double t) const;
+  /// Same, but only failures that happened by `known_s` count (the planner's view at known_s).
+  bool node_alive_known(int sat, double t, double known_s) const;
+  bool link_alive_known(int a, int b, double t, double known_s) const;
+
+  /// first_window with the satellite's own t_ps; throws HorizonExceeded when nothing fits.
+  orbit::Contact contact(int sat, double t) const;
+  std::optional<orbit::Contact> try_contact(int sat, double t) const;
+  /// EFC over a set (each satellite with its own t_ps): earliest completion, ties by longest
+  /// remaining window, then lowest id. nullopt when none fits before the horizon.
+  std::optional<orbit::Contact> efc(const std::vector<int>& sats, double t) const;
+
+ private:
+  const orbit::Scenario& sc_;
+  const orbit::ContactPlan& plan_;
+  TimingConfig cfg_;
+  std::vector<std::vector<int>> rings_;
+  std::vector<double> t_ps_, t_isl_;
+  std::vector<double> node_fail_;  ///< failure time per satellite (+inf: never)
+};
+
+/// Stateful helper for missed-upload faults: each fault is consumed by the first matching attempt.
+class MissTracker {
+ public:
+  explicit MissTracker(const std::vector<Fault>& faults);
+  /// True (and consumes the fault) if the upload attempt of `sat` starting at start_s misses.
+  bool misses(int sat, double start_s);
+
+ private:
+  std::vector<Fault> pending_;
+};
+
+// ---- the schemes (one file each) ----
+
+/// Synchronous FedAvg without ISLs (orbit-fl.md §5): 2K server transfers per round.
+Schedule simulate_baseline(const TimingContext& ctx, int rounds);
+/// Ring partial aggregation, synchronous over the orbits (orbit-fl.md §6): 2P server transfers.
+Schedule simulate_ring(const TimingContext& ctx, int rounds);
+/// Asynchronous ring: every orbit loops on its own; the server updates on every orbit report,
+/// staleness-weighted. rounds * P global updates.
+Schedule simulate_ring_async(const TimingContext& ctx, int rounds);
+/// Dispatch by name: baseline | ring | ring-async.
+Schedule simulate(const std::string& scheme, const TimingContext& ctx, int rounds);
+std::vector<std::string> scheme_names();
+
+}  // namespace zen::fl::sim

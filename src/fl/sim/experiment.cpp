@@ -1,0 +1,209 @@
+// End-to-end FL runs over a constellation: timing schedule + learner + outputs.
+#include "zen/fl/sim/experiment.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "zen/error.hpp"
+#include "zen/fl/rng.hpp"
+
+namespace zen::fl::sim {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+orbit::Scenario make_scenario(const ExperimentConfig& cfg) {
+  orbit::Scenario sc = cfg.scenario_file.empty() ? orbit::Scenario::named(cfg.scenario)
+                                                 : orbit::Scenario::from_file(cfg.scenario_file);
+  if (cfg.server.empty()) return sc;
+  if (cfg.server == "meo") {
+    orbit::CircularOrbit o;
+    o.altitude_m = 20000e3;
+    sc.servers = {orbit::ServerNode::satellite("meo", o)};
+  } else if (cfg.server == "bremen") {
+    sc.servers = {orbit::ServerNode::ground({"bremen", 53.0, 8.8, 0.0})};
+  } else if (cfg.server == "northpole") {
+    sc.servers = {orbit::ServerNode::ground({"northpole", 90.0, 0.0, 0.0})};
+  } else {
+    ZEN_THROW(Result::InvalidArgument, "unknown server '" + cfg.server + "' (meo, bremen, northpole)");
+  }
+  sc.name += "+" + cfg.server;
+  return sc;
+}
+
+Experiment::Experiment(ExperimentConfig cfg) : cfg_(std::move(cfg)), sc_(make_scenario(cfg_)) {
+  sc_.validate();
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string dir = cfg_.data_dir.empty() ? default_fashion_mnist_dir() : cfg_.data_dir;
+  train_ = load_fashion_mnist(dir, "train", cfg_.train_limit);
+  test_ = load_fashion_mnist(dir, "t10k", cfg_.test_limit);
+  FederationConfig fc;
+  fc.num_clients = sc_.num_satellites();
+  fc.model.kind = cfg_.model;
+  fc.model.hidden = cfg_.hidden;
+  fc.sgd.lr = cfg_.lr;
+  fc.sgd.batch_size = cfg_.batch;
+  fc.sgd.epochs = cfg_.epochs;
+  fc.weighting = parse_weighting(cfg_.weighting);
+  fc.seed = cfg_.seed;
+  if (cfg_.split == "iid") {
+    fc.split = "iid";
+  } else if (cfg_.split.rfind("dirichlet", 0) == 0) {
+    fc.split = "dirichlet";
+    const auto colon = cfg_.split.find(':');
+    if (colon != std::string::npos) {
+      try {
+        fc.alpha = std::stod(cfg_.split.substr(colon + 1));
+      } catch (const std::exception&) {
+        ZEN_THROW(Result::InvalidArgument, "split '" + cfg_.split + "': alpha is not a number");
+      }
+    }
+  } else {
+    ZEN_THROW(Result::InvalidArgument, "unknown split '" + cfg_.split + "' (iid, dirichlet:ALPHA)");
+  }
+  fed_ = std::make_unique<Federation>(train_, test_, fc);
+  load_wall_s_ = seconds_since(t0);
+
+  timing_.model_bits = static_cast<double>(fed_->global().num_params()) * 32.0;
+  timing_.faults = cfg_.faults;
+  timing_.staleness_exponent = cfg_.staleness_exponent;
+  if (cfg_.train_time == "measured") {
+    // One calibration epoch per satellite from the initial model, scaled to on-board time.
+    ZEN_ENFORCE(cfg_.train_scale > 0, "train scale must be positive, got " + std::to_string(cfg_.train_scale));
+    timing_.train_s_per_sat.resize(static_cast<std::size_t>(sc_.num_satellites()));
+    for (int k = 0; k < sc_.num_satellites(); ++k) {
+      const ClientUpdate u = fed_->local_update(k, fed_->global().params(), 0);
+      timing_.train_s_per_sat[static_cast<std::size_t>(k)] = u.stats.wall_seconds * cfg_.train_scale;
+    }
+  } else {
+    try {
+      timing_.train_s = std::stod(cfg_.train_time);
+    } catch (const std::exception&) {
+      ZEN_THROW(Result::InvalidArgument, "train time '" + cfg_.train_time + "' is neither seconds nor 'measured'");
+    }
+  }
+}
+
+const orbit::ContactPlan& Experiment::plan_for(double min_horizon) {
+  if (!plan_ || plan_->horizon_s() < min_horizon) {
+    orbit::PredictOptions o;
+    o.horizon_s = min_horizon;
+    o.threads = cfg_.threads;
+    plan_ = std::make_unique<orbit::ContactPlan>(orbit::ContactPlan::predict(sc_, o));
+  }
+  return *plan_;
+}
+
+Schedule Experiment::schedule(const std::string& scheme, const std::string& preset, int rounds, double* horizon_s) {
+  double days = std::max(cfg_.initial_days, plan_ ? plan_->horizon_s() / 86400.0 : 0.0);
+  for (;;) {
+    const orbit::ContactPlan& plan = plan_for(days * 86400.0);
+    TimingConfig tc = timing_;
+    tc.preset = orbit::LinkPreset::named(preset);
+    const TimingContext ctx(sc_, plan, tc);
+    try {
+      Schedule s = simulate(scheme, ctx, rounds);
+      if (horizon_s) *horizon_s = plan.horizon_s();
+      return s;
+    } catch (const HorizonExceeded&) {
+      days = plan.horizon_s() / 86400.0 * 2.0;
+      if (days > 512.0) throw;
+    }
+  }
+}
+
+RunResult Experiment::run(const std::string& scheme, const std::string& preset) {
+  RunResult r;
+  r.scheme = scheme;
+  r.preset = preset;
+  r.rounds = cfg_.rounds > 0 ? cfg_.rounds : (cfg_.target_acc > 0 ? cfg_.max_rounds : 20);
+  auto t0 = std::chrono::steady_clock::now();
+  r.schedule = schedule(scheme, preset, r.rounds, &r.horizon_s);
+  r.sim_wall_s = seconds_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  r.learn = run_loopback(r.schedule, *fed_, test_, cfg_.ranks);
+  r.learn_wall_s = seconds_since(t0);
+  const Schedule& s = r.schedule;
+  r.mean_round_s = s.end_time_s() / r.rounds;
+  double ps = 0, isl = 0;
+  for (const auto& u : s.updates) {
+    ps += u.ps_transfers;
+    isl += u.isl_transfers;
+  }
+  r.ps_transfers_per_round = ps / r.rounds;
+  r.isl_transfers_per_round = isl / r.rounds;
+  if (cfg_.target_acc > 0) {
+    for (std::size_t i = 0; i < r.learn.rows.size(); ++i) {
+      if (r.learn.rows[i].accuracy >= cfg_.target_acc) {
+        r.time_to_target_s = r.learn.rows[i].time_s;
+        r.rounds_to_target = r.learn.rows[i].version;
+        if (cfg_.rounds == 0) r.learn.rows.resize(i + 1);
+        break;
+      }
+    }
+  }
+  r.final_accuracy = r.learn.rows.empty() ? 0.0 : r.learn.rows.back().accuracy;
+  return r;
+}
+
+std::string RunResult::summary() const {
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "scheme=%s preset=%s rounds=%d updates=%zu sim_time_s=%.1f round_s=%.2f ps_transfers/round=%.2f "
+                "isl_transfers/round=%.2f final_acc=%.4f time_to_target_s=%.1f updates_to_target=%d "
+                "comm_messages=%llu comm_MB=%.2f lost=%zu skipped=%zu sim_wall_s=%.2f learn_wall_s=%.2f",
+                scheme.c_str(), preset.c_str(), rounds, schedule.updates.size(), schedule.end_time_s(), mean_round_s,
+                ps_transfers_per_round, isl_transfers_per_round, final_accuracy, time_to_target_s, rounds_to_target,
+                static_cast<unsigned long long>(learn.comm_messages), static_cast<double>(learn.comm_bytes_sent) / 1e6,
+                schedule.lost.size(), schedule.skipped.size(), sim_wall_s, learn_wall_s);
+  return buf;
+}
+
+void write_csv(const std::string& path, const RunResult& r) {
+  std::ofstream f(path);
+  ZEN_CHECK_CODE(f.good(), Result::SystemError, "cannot write '" + path + "'");
+  f << "time_s,round,accuracy,loss,ps_transfers,ps_bits,isl_transfers\n";
+  char line[256];
+  for (const LearnRow& row : r.learn.rows) {
+    std::snprintf(line, sizeof(line), "%.6f,%d,%.6f,%.6f,%d,%.0f,%d\n", row.time_s, row.round, row.accuracy, row.loss,
+                  row.ps_transfers, row.ps_bits, row.isl_transfers);
+    f << line;
+  }
+  ZEN_CHECK_CODE(f.good(), Result::SystemError, "write to '" + path + "' failed");
+}
+
+void write_plot(const std::string& dir, const std::vector<const RunResult*>& runs, const std::string& title) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  const fs::path d(dir);
+  const fs::path script = d / "accuracy.gp";
+  {
+    std::ofstream f(script);
+    f << "set terminal pngcairo size 1200,700\n"
+      << "set output '" << (d / "accuracy.png").string() << "'\n"
+      << "set title '" << title << "'\n"
+      << "set xlabel 'simulated time [h] (log scale)'\nset ylabel 'test accuracy'\n"
+      << "set logscale x\nset grid\nset key bottom right\nset datafile separator ','\n"
+      << "plot ";
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const fs::path csv = d / (runs[i]->scheme + "-" + runs[i]->preset + ".csv");
+      if (i) f << ", ";
+      f << "'" << csv.string() << "' every ::2 using ($1/3600):3 with linespoints title '" << runs[i]->scheme << " ("
+        << runs[i]->preset << ")'";
+    }
+    f << "\n";
+  }
+  const std::string cmd = "gnuplot '" + script.string() + "'";
+  const int rc = std::system(cmd.c_str());
+  ZEN_CHECK_CODE(rc == 0, Result::SystemError, "'" + cmd + "' failed with status " + std::to_string(rc));
+}
+
+}  // namespace zen::fl::sim

@@ -1,0 +1,348 @@
+// Replays a timing schedule with real models moving through a zen::Communicator.
+#include "zen/fl/sim/learner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "zen/comm/loopback.hpp"
+#include "zen/error.hpp"
+#include "zen/fl/fedavg.hpp"
+
+namespace zen::fl::sim {
+
+int actor_rank(int actor, int num_ranks) noexcept {
+  if (num_ranks <= 1 || actor == kServer) return 0;
+  return 1 + actor % (num_ranks - 1);
+}
+
+namespace {
+
+constexpr int kMaxTag = 16384;
+
+/// Wire header of every transfer; the payload follows as a second message with the same tag.
+struct Header {
+  int32_t event = 0;
+  int32_t kind = 0;
+  double start_s = 0.0;
+  double end_s = 0.0;
+  uint64_t bytes = 0;
+};
+
+struct Action {
+  double t;
+  int prio;  // 0 receive, 1 server update, 2 train, 3 send
+  int event;
+  bool operator<(const Action& o) const {
+    if (t != o.t) return t < o.t;
+    if (prio != o.prio) return prio < o.prio;
+    return event < o.event;
+  }
+};
+
+std::string actor_name(int a) { return a == kServer ? std::string("server") : "satellite " + std::to_string(a); }
+
+struct SatState {
+  std::vector<float> model;
+  int version = -1;
+  std::vector<PartialAggregate> holdings;
+};
+
+class RankRunner {
+ public:
+  RankRunner(const Schedule& s, const Federation& fed, const Dataset& test, Communicator& comm)
+      : s_(s), fed_(fed), test_(test), comm_(comm), n_(comm.size()), me_(comm.rank()) {
+    ZEN_ENFORCE(s_.num_satellites == fed_.num_clients(),
+                "learner: schedule has " + std::to_string(s_.num_satellites) + " satellites, federation " +
+                    std::to_string(fed_.num_clients()) + " clients");
+    // Tags: per (sender rank, receiver rank) sequence in event order (= the sender's send order).
+    tags_.assign(s_.events.size(), 0);
+    std::map<std::pair<int, int>, int> seq;
+    for (const Event& e : s_.events) {
+      if (!e.is_transfer() || e.failed) continue;
+      const int a = actor_rank(e.from, n_), b = actor_rank(e.to, n_);
+      if (a == b) continue;
+      tags_[static_cast<std::size_t>(e.id)] = seq[{a, b}]++ % kMaxTag;
+    }
+    for (const Event& e : s_.events) {
+      ZEN_CHECK_CODE(e.id >= 0 && static_cast<std::size_t>(e.id) < s_.events.size() &&
+                         &s_.events[static_cast<std::size_t>(e.id)] == &e,
+                     Result::InvalidArgument, "learner: event ids must be indices (event " + std::to_string(e.id) + ")");
+      if (e.failed) continue;
+      if (e.is_transfer()) {
+        ZEN_ENFORCE(e.end_s > e.start_s, "learner: transfer event " + std::to_string(e.id) + " has no duration");
+        if (actor_rank(e.from, n_) == me_) actions_.push_back({e.start_s, 3, e.id});
+        if (actor_rank(e.to, n_) == me_) actions_.push_back({e.end_s, 0, e.id});
+      } else if (e.kind == EventKind::Train) {
+        if (actor_rank(e.from, n_) == me_) actions_.push_back({e.start_s, 2, e.id});
+      } else if (e.kind == EventKind::ServerUpdate) {
+        if (me_ == 0) actions_.push_back({e.start_s, 1, e.id});
+      }
+    }
+    std::sort(actions_.begin(), actions_.end());
+    if (me_ == 0) {
+      server_model_ = fed_.global().clone();
+      global_ = fed_.global().params();
+      weights_.resize(static_cast<std::size_t>(fed_.num_clients()));
+      for (int k = 0; k < fed_.num_clients(); ++k) weights_[static_cast<std::size_t>(k)] = fed_.client_weight(k);
+      record(0, 0, 0.0, nullptr);
+    }
+  }
+
+  LearnResult run() {
+    const TrafficStats before = comm_.stats();
+    for (const Action& a : actions_) {
+      const Event& e = s_.events[static_cast<std::size_t>(a.event)];
+      clock_ = std::max(clock_, a.t);
+      switch (a.prio) {
+        case 0: receive(e); break;
+        case 1: server_update(e); break;
+        case 2: train(e); break;
+        case 3: send(e); break;
+      }
+    }
+    const TrafficStats d = comm_.stats() - before;
+    res_.comm_bytes_sent = d.total_sent();
+    res_.comm_messages = d.calls[static_cast<std::size_t>(CommOp::Send)];
+    if (me_ == 0) res_.final_params = global_;
+    return std::move(res_);
+  }
+
+ private:
+  SatState& sat(int k) { return sats_[k]; }
+
+  std::vector<uint8_t> payload_for_send(const Event& e) {
+    if (e.kind == EventKind::Download) {
+      ZEN_CHECK_CODE(version_ == e.version, Result::InternalError,
+                     "learner: event " + std::to_string(e.id) + " downloads version " + std::to_string(e.version) +
+                         " but the server holds version " + std::to_string(version_));
+      std::vector<uint8_t> b(global_.size() * sizeof(float));
+      std::memcpy(b.data(), global_.data(), b.size());
+      return b;
+    }
+    SatState& st = sat(e.from);
+    if (e.kind == EventKind::IslModel) {
+      ZEN_CHECK_CODE(st.version >= 0, Result::InternalError,
+                     "learner: " + actor_name(e.from) + " relays a model it never received (event " +
+                         std::to_string(e.id) + ")");
+      std::vector<uint8_t> b(st.model.size() * sizeof(float));
+      std::memcpy(b.data(), st.model.data(), b.size());
+      return b;
+    }
+    // IslAggregate / Upload: merge the holdings that make up exactly the scheduled members.
+    PartialAggregate out;
+    std::vector<PartialAggregate> keep;
+    for (auto& h : st.holdings) {
+      const bool inside = std::all_of(h.members.begin(), h.members.end(), [&](int m) {
+        return std::binary_search(e.members.begin(), e.members.end(), m);
+      });
+      if (inside) out.merge(h);
+      else keep.push_back(std::move(h));
+    }
+    st.holdings = std::move(keep);
+    ZEN_CHECK_CODE(out.members == e.members, Result::InternalError,
+                   "learner: " + actor_name(e.from) + " holds " + std::to_string(out.members.size()) +
+                       " of the " + std::to_string(e.members.size()) + " clients event " + std::to_string(e.id) +
+                       " sends");
+    return out.to_bytes();
+  }
+
+  void send(const Event& e) {
+    std::vector<uint8_t> body = payload_for_send(e);
+    const int dst = actor_rank(e.to, n_);
+    Header h;
+    h.event = e.id;
+    h.kind = static_cast<int32_t>(e.kind);
+    h.start_s = e.start_s;
+    h.end_s = e.end_s;
+    h.bytes = body.size();
+    if (dst == me_) {
+      local_[e.id] = std::move(body);
+      return;
+    }
+    const int tag = tags_[static_cast<std::size_t>(e.id)];
+    comm_.send(&h, sizeof(h), dst, tag);
+    comm_.send(body.data(), body.size(), dst, tag);
+  }
+
+  void receive(const Event& e) {
+    const int src = actor_rank(e.from, n_);
+    std::vector<uint8_t> body;
+    TransferLog log;
+    log.event = e.id;
+    log.kind = e.kind;
+    log.from = e.from;
+    log.to = e.to;
+    if (src == me_) {
+      auto it = local_.find(e.id);
+      ZEN_CHECK_CODE(it != local_.end(), Result::InternalError,
+                     "learner: local transfer " + std::to_string(e.id) + " was never sent");
+      body = std::move(it->second);
+      local_.erase(it);
+      log.start_s = e.start_s;
+      log.end_s = e.end_s;
+    } else {
+      const int tag = tags_[static_cast<std::size_t>(e.id)];
+      Header h;
+      comm_.recv(&h, sizeof(h), src, tag);
+      ZEN_CHECK_CODE(h.event == e.id && h.kind == static_cast<int32_t>(e.kind), Result::InternalError,
+                     "learner: rank " + std::to_string(me_) + " expected event " + std::to_string(e.id) +
+                         " from rank " + std::to_string(src) + " but got event " + std::to_string(h.event));
+      body.resize(h.bytes);
+      comm_.recv(body.data(), body.size(), src, tag);
+      log.start_s = h.start_s;
+      log.end_s = h.end_s;
+      log.via_comm = true;
+    }
+    log.bytes = body.size();
+    res_.transfers.push_back(log);
+    if (e.kind == EventKind::Download || e.kind == EventKind::IslModel) {
+      SatState& st = sat(e.to);
+      const std::size_t n = fed_.global().num_params();
+      ZEN_CHECK_CODE(body.size() == n * sizeof(float), Result::InternalError,
+                     "learner: model message of " + std::to_string(body.size()) + " bytes, expected " +
+                         std::to_string(n * sizeof(float)));
+      st.model.resize(n);
+      std::memcpy(st.model.data(), body.data(), body.size());
+      st.version = e.version;
+      return;
+    }
+    PartialAggregate agg = PartialAggregate::from_bytes(body);
+    ZEN_CHECK_CODE(agg.members == e.members, Result::InternalError,
+                   "learner: event " + std::to_string(e.id) + " delivered other clients than scheduled");
+    if (e.kind == EventKind::IslAggregate) {
+      sat(e.to).holdings.push_back(std::move(agg));
+      return;
+    }
+    // Upload: the server's conservation check, sum D_k against the registered weights.
+    double expect = 0.0;
+    for (int m : agg.members) {
+      ZEN_CHECK_CODE(m >= 0 && m < fed_.num_clients(), Result::InternalError,
+                     "server: aggregate names unknown client " + std::to_string(m));
+      expect += weights_[static_cast<std::size_t>(m)];
+    }
+    ZEN_CHECK_CODE(std::abs(agg.weight - expect) <= 1e-9 * std::max(1.0, expect), Result::InternalError,
+                   "server: aggregate from " + actor_name(e.from) + " carries sum D_k = " + std::to_string(agg.weight) +
+                       " but its " + std::to_string(agg.members.size()) + " clients hold " + std::to_string(expect));
+    if (s_.scheme == "ring-async") incoming_[e.orbit].merge(agg);
+    else round_acc_.merge(agg);  // throws when a client would be counted twice
+  }
+
+  void train(const Event& e) {
+    SatState& st = sat(e.from);
+    ZEN_CHECK_CODE(st.version == e.version, Result::InternalError,
+                   "learner: " + actor_name(e.from) + " trains from version " + std::to_string(st.version) +
+                       ", scheduled " + std::to_string(e.version) + " (event " + std::to_string(e.id) + ")");
+    ClientUpdate u = fed_.local_update(e.from, st.model, e.round);
+    res_.train_wall_s += u.stats.wall_seconds;
+    ++res_.trainings;
+    PartialAggregate p;
+    p.add(u.params, u.weight, e.from);
+    st.holdings.push_back(std::move(p));
+  }
+
+  void server_update(const Event& e) {
+    if (s_.scheme == "ring-async") {
+      PartialAggregate& in = incoming_[e.orbit];
+      ZEN_CHECK_CODE(in.members == e.members, Result::InternalError,
+                     "server: orbit " + std::to_string(e.orbit) + " delivered " + std::to_string(in.members.size()) +
+                         " clients, scheduled " + std::to_string(e.members.size()));
+      latest_[e.orbit] = std::move(in);
+      incoming_.erase(e.orbit);
+      std::vector<double> sum(global_.size(), 0.0);
+      double W = 0.0;
+      for (const auto& [orbit, sw] : e.orbit_weights) {
+        const auto it = latest_.find(orbit);
+        ZEN_CHECK_CODE(it != latest_.end(), Result::InternalError,
+                       "server: no pair of orbit " + std::to_string(orbit));
+        for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += sw * it->second.weighted_sum[i];
+        W += sw * it->second.weight;
+      }
+      for (std::size_t i = 0; i < sum.size(); ++i) global_[i] = static_cast<float>(sum[i] / W);
+    } else {
+      ZEN_CHECK_CODE(round_acc_.members == e.members, Result::InternalError,
+                     "server: round " + std::to_string(e.round) + " received " +
+                         std::to_string(round_acc_.members.size()) + " clients, scheduled " +
+                         std::to_string(e.members.size()));
+      global_ = round_acc_.finalize();
+      round_acc_.clear();
+    }
+    ++version_;
+    ZEN_CHECK_CODE(version_ == e.version, Result::InternalError,
+                   "server: produced version " + std::to_string(version_) + ", scheduled " + std::to_string(e.version));
+    record(e.version, e.round, e.start_s, &s_.updates.at(static_cast<std::size_t>(e.version - 1)));
+  }
+
+  void record(int version, int round, double t, const UpdateRecord* u) {
+    server_model_->set_params(global_);
+    const Model::Eval ev = server_model_->evaluate(test_);
+    LearnRow r;
+    r.version = version;
+    r.round = round;
+    r.time_s = t;
+    r.accuracy = ev.accuracy;
+    r.loss = ev.loss;
+    if (u) {
+      r.ps_transfers = u->ps_transfers;
+      r.ps_bits = u->ps_bits;
+      r.isl_transfers = u->isl_transfers;
+    }
+    res_.rows.push_back(r);
+  }
+
+  const Schedule& s_;
+  const Federation& fed_;
+  const Dataset& test_;
+  Communicator& comm_;
+  int n_, me_;
+  std::vector<int> tags_;
+  std::vector<Action> actions_;
+  std::map<int, SatState> sats_;
+  std::map<int, std::vector<uint8_t>> local_;
+  double clock_ = 0.0;
+  // server
+  std::unique_ptr<Model> server_model_;
+  std::vector<float> global_;
+  std::vector<double> weights_;
+  int version_ = 0;
+  PartialAggregate round_acc_;
+  std::map<int, PartialAggregate> incoming_, latest_;
+  LearnResult res_;
+};
+
+}  // namespace
+
+LearnResult execute(const Schedule& s, const Federation& fed, const Dataset& test, Communicator& comm) {
+  RankRunner r(s, fed, test, comm);
+  return r.run();
+}
+
+LearnResult run_loopback(const Schedule& s, const Federation& fed, const Dataset& test, int ranks) {
+  const int K = s.num_satellites;
+  if (ranks <= 0) ranks = K <= 64 ? K + 1 : 16;
+  ranks = std::min(ranks, K + 1);
+  std::vector<LearnResult> per(static_cast<std::size_t>(ranks));
+  loopback::run(
+      ranks,
+      [&](Communicator& comm) {
+        comm.set_timeout(Communicator::Ms(600000));
+        per[static_cast<std::size_t>(comm.rank())] = execute(s, fed, test, comm);
+      },
+      Communicator::Ms(600000));
+  LearnResult out = std::move(per[0]);
+  for (std::size_t r = 1; r < per.size(); ++r) {
+    out.transfers.insert(out.transfers.end(), per[r].transfers.begin(), per[r].transfers.end());
+    out.comm_bytes_sent += per[r].comm_bytes_sent;
+    out.comm_messages += per[r].comm_messages;
+    out.train_wall_s += per[r].train_wall_s;
+    out.trainings += per[r].trainings;
+  }
+  std::sort(out.transfers.begin(), out.transfers.end(),
+            [](const TransferLog& a, const TransferLog& b) { return a.event < b.event; });
+  return out;
+}
+
+}  // namespace zen::fl::sim

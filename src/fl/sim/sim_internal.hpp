@@ -1,0 +1,35 @@
+#pragma once
+// Internal helpers shared by the scheme simulators (not installed).
+#include <vector>
+
+#include "zen/fl/sim/timing.hpp"
+
+namespace zen::fl::sim::detail {
+
+/// What one orbit does in one ring round (events without ids; Download/IslModel/Train carry
+/// `version` as given).
+struct OrbitRound {
+  std::vector<Event> events;
+  struct Delivered {
+    int holder = 0;
+    std::vector<int> members;
+    double completion_s = 0.0;
+  };
+  std::vector<Delivered> uploads;  ///< delivered uploads (normally one: the sink's)
+  double report_s = 0.0;           ///< latest delivered upload completion (T0 when none)
+  std::vector<int> members;        ///< union of delivered members, sorted
+  std::vector<int> lost;           ///< trained updates lost with a failed node
+  std::vector<int> skipped;        ///< members that could not take part (dead / cut off / no model)
+};
+
+/// One ring round of plane `plane` starting at T0 (orbit-fl.md §6 with fault handling, see
+/// docs/fl-orbit.md). Throws HorizonExceeded when a contact falls past the plan.
+OrbitRound ring_orbit_round(const TimingContext& ctx, int plane, double T0, int round, int version,
+                            MissTracker& miss);
+
+/// Sorts events by start time (stable), assigns ids, attributes transfer counts to the updates.
+void finalize_schedule(Schedule& s);
+
+std::vector<int> sorted_union(std::vector<int> a, const std::vector<int>& b);
+
+}  // namespace zen::fl::sim::detail

@@ -1,0 +1,189 @@
+// TimingContext, faults and the scheme dispatcher.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "zen/fl/sim/timing.hpp"
+#include "zen/orbit/visibility.hpp"
+
+namespace zen::fl::sim {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+double parse_number(const std::string& s, const std::string& whole) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(s, &used);
+    if (used == s.size()) return v;
+  } catch (const std::exception&) {
+  }
+  ZEN_THROW(Result::InvalidArgument, "fault '" + whole + "': '" + s + "' is not a number");
+}
+}  // namespace
+
+const char* event_kind_name(EventKind k) noexcept {
+  switch (k) {
+    case EventKind::Download: return "download";
+    case EventKind::IslModel: return "isl-model";
+    case EventKind::Train: return "train";
+    case EventKind::IslAggregate: return "isl-aggregate";
+    case EventKind::Upload: return "upload";
+    case EventKind::ServerUpdate: return "server-update";
+  }
+  return "?";
+}
+
+Fault parse_fault(const std::string& text) {
+  const auto colon = text.find(':');
+  const auto at = text.find('@');
+  ZEN_ENFORCE(colon != std::string::npos && at != std::string::npos && at > colon,
+              "fault '" + text + "': expected sat:ID@T, link:A-B@T or miss:ID@T");
+  const std::string kind = text.substr(0, colon);
+  const std::string what = text.substr(colon + 1, at - colon - 1);
+  const double t = parse_number(text.substr(at + 1), text);
+  if (kind == "sat") return Fault::satellite(static_cast<int>(parse_number(what, text)), t);
+  if (kind == "miss") return Fault::missed_upload(static_cast<int>(parse_number(what, text)), t);
+  if (kind == "link") {
+    const auto dash = what.find('-');
+    ZEN_ENFORCE(dash != std::string::npos, "fault '" + text + "': a link is A-B");
+    return Fault::link(static_cast<int>(parse_number(what.substr(0, dash), text)),
+                       static_cast<int>(parse_number(what.substr(dash + 1), text)), t);
+  }
+  ZEN_THROW(Result::InvalidArgument, "fault '" + text + "': unknown kind '" + kind + "' (sat, link, miss)");
+}
+
+std::string fault_to_string(const Fault& f) {
+  std::ostringstream os;
+  switch (f.kind) {
+    case Fault::Kind::Satellite: os << "sat:" << f.sat; break;
+    case Fault::Kind::Link: os << "link:" << f.sat << "-" << f.sat2; break;
+    case Fault::Kind::MissedUpload: os << "miss:" << f.sat; break;
+  }
+  os << "@" << f.time_s;
+  return os.str();
+}
+
+TimingContext::TimingContext(const orbit::Scenario& sc, const orbit::ContactPlan& plan, TimingConfig cfg)
+    : sc_(sc), plan_(plan), cfg_(std::move(cfg)) {
+  const int K = sc_.num_satellites();
+  ZEN_ENFORCE(K > 0, "timing: scenario '" + sc_.name + "' has no satellites");
+  ZEN_ENFORCE(plan_.num_satellites() == K, "timing: contact plan has " + std::to_string(plan_.num_satellites()) +
+                                               " satellites, scenario " + std::to_string(K));
+  ZEN_ENFORCE(cfg_.model_bits > 0, "timing: model_bits must be positive, got " + std::to_string(cfg_.model_bits));
+  ZEN_ENFORCE(cfg_.train_s >= 0, "timing: train_s must be >= 0, got " + std::to_string(cfg_.train_s));
+  ZEN_ENFORCE(cfg_.train_s_per_sat.empty() || static_cast<int>(cfg_.train_s_per_sat.size()) == K,
+              "timing: train_s_per_sat has " + std::to_string(cfg_.train_s_per_sat.size()) + " entries for " +
+                  std::to_string(K) + " satellites");
+  rings_.resize(static_cast<std::size_t>(sc_.planes));
+  t_isl_.assign(static_cast<std::size_t>(sc_.planes), 0.0);
+  for (int p = 0; p < sc_.planes; ++p) {
+    rings_[static_cast<std::size_t>(p)] = sc_.plane_members(p);
+    const orbit::RingInfo ri = orbit::ring_info(sc_, p);
+    ZEN_ENFORCE(ri.sats < 2 || ri.feasible, "timing: the ISL ring of plane " + std::to_string(p) +
+                                                " is blocked by the Earth (chord clearance " +
+                                                std::to_string(ri.chord_clearance_m / 1e3) + " km)");
+    t_isl_[static_cast<std::size_t>(p)] =
+        ri.sats > 1 ? orbit::transfer_time_s(cfg_.preset, cfg_.model_bits, ri.neighbour_distance_m) : 0.0;
+  }
+  t_ps_.resize(static_cast<std::size_t>(K));
+  for (int k = 0; k < K; ++k) {
+    const double d = plan_.max_distance(k);
+    // A satellite without any window never reaches the server; its t_ps is irrelevant.
+    t_ps_[static_cast<std::size_t>(k)] = d > 0 ? orbit::transfer_time_s(cfg_.preset, cfg_.model_bits, d) : kInf;
+  }
+  node_fail_.assign(static_cast<std::size_t>(K), kInf);
+  for (const Fault& f : cfg_.faults) {
+    ZEN_ENFORCE(f.sat >= 0 && f.sat < K, "fault " + fault_to_string(f) + ": satellite " + std::to_string(f.sat) +
+                                             " outside [0, " + std::to_string(K) + ")");
+    ZEN_ENFORCE(f.time_s >= 0, "fault " + fault_to_string(f) + ": negative time");
+    if (f.kind == Fault::Kind::Satellite) {
+      auto& t = node_fail_[static_cast<std::size_t>(f.sat)];
+      t = std::min(t, f.time_s);
+    } else if (f.kind == Fault::Kind::Link) {
+      ZEN_ENFORCE(f.sat2 >= 0 && f.sat2 < K, "fault " + fault_to_string(f) + ": satellite " +
+                                                 std::to_string(f.sat2) + " out of range");
+      const auto& a = sc_.satellites[static_cast<std::size_t>(f.sat)];
+      const auto& b = sc_.satellites[static_cast<std::size_t>(f.sat2)];
+      const int S = static_cast<int>(rings_[static_cast<std::size_t>(a.plane)].size());
+      ZEN_ENFORCE(a.plane == b.plane && orbit::ring_hops(a.slot, b.slot, S) == 1,
+                  "fault " + fault_to_string(f) + ": satellites " + std::to_string(f.sat) + " and " +
+                      std::to_string(f.sat2) + " are not ring neighbours");
+    }
+  }
+}
+
+double TimingContext::train_time(int sat) const {
+  return cfg_.train_s_per_sat.empty() ? cfg_.train_s : cfg_.train_s_per_sat.at(static_cast<std::size_t>(sat));
+}
+
+bool TimingContext::node_alive(int sat, double t) const { return t < node_fail_.at(static_cast<std::size_t>(sat)); }
+
+bool TimingContext::node_alive_known(int sat, double t, double known_s) const {
+  const double f = node_fail_.at(static_cast<std::size_t>(sat));
+  return f > known_s || t < f;
+}
+
+bool TimingContext::link_alive(int a, int b, double t) const { return link_alive_known(a, b, t, kInf); }
+
+bool TimingContext::link_alive_known(int a, int b, double t, double known_s) const {
+  for (const Fault& f : cfg_.faults) {
+    if (f.kind != Fault::Kind::Link || f.time_s > known_s || t < f.time_s) continue;
+    if ((f.sat == a && f.sat2 == b) || (f.sat == b && f.sat2 == a)) return false;
+  }
+  return true;
+}
+
+std::optional<orbit::Contact> TimingContext::try_contact(int sat, double t) const {
+  const double d = t_ps(sat);
+  if (!std::isfinite(d)) return std::nullopt;
+  return plan_.first_window(sat, t, d);
+}
+
+orbit::Contact TimingContext::contact(int sat, double t) const {
+  auto c = try_contact(sat, t);
+  if (!c)
+    throw HorizonExceeded("timing: satellite " + std::to_string(sat) + " has no server window after t = " +
+                          std::to_string(t) + " s within the horizon " + std::to_string(plan_.horizon_s()) + " s");
+  return *c;
+}
+
+std::optional<orbit::Contact> TimingContext::efc(const std::vector<int>& sats, double t) const {
+  std::optional<orbit::Contact> best;
+  for (int s : sats) {
+    const auto c = try_contact(s, t);
+    if (!c) continue;
+    if (!best || c->completion_s < best->completion_s ||
+        (c->completion_s == best->completion_s &&
+         (c->remaining_s() > best->remaining_s() || (c->remaining_s() == best->remaining_s() && s < best->sat))))
+      best = c;
+  }
+  return best;
+}
+
+MissTracker::MissTracker(const std::vector<Fault>& faults) {
+  for (const Fault& f : faults)
+    if (f.kind == Fault::Kind::MissedUpload) pending_.push_back(f);
+}
+
+bool MissTracker::misses(int sat, double start_s) {
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    if (it->sat == sat && start_s >= it->time_s) {
+      pending_.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<std::string> scheme_names() { return {"baseline", "ring", "ring-async"}; }
+
+Schedule simulate(const std::string& scheme, const TimingContext& ctx, int rounds) {
+  if (scheme == "baseline") return simulate_baseline(ctx, rounds);
+  if (scheme == "ring") return simulate_ring(ctx, rounds);
+  if (scheme == "ring-async") return simulate_ring_async(ctx, rounds);
+  ZEN_THROW(Result::InvalidArgument, "unknown scheme '" + scheme + "' (baseline, ring, ring-async)");
+}
+
+}  // namespace zen::fl::sim

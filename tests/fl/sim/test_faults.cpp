@@ -1,0 +1,213 @@
+// Fault injection: failed satellites, failed ISLs and missed upload windows. The ring re-routes and
+// the learner's server verifies sum D_k of every aggregate and that nobody is counted twice.
+#include <algorithm>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "sim_test_util.hpp"
+#include "zen/fl/sim/learner.hpp"
+
+namespace zen::fl::sim {
+namespace {
+
+using test::events_of;
+using test::reference;
+using test::reference_plan;
+
+const Dataset& tiny_train() {
+  static const Dataset d = load_fashion_mnist(ZEN_FL_TINY_DIR, "train");
+  return d;
+}
+const Dataset& tiny_test() {
+  static const Dataset d = load_fashion_mnist(ZEN_FL_TINY_DIR, "t10k");
+  return d;
+}
+const Federation& tiny_federation() {
+  static const Federation f = [] {
+    FederationConfig c;
+    c.num_clients = 40;
+    return Federation(tiny_train(), tiny_test(), c);
+  }();
+  return f;
+}
+
+Schedule ring_with(const std::vector<Fault>& faults, int rounds = 2) {
+  TimingConfig cfg;
+  cfg.faults = faults;
+  const TimingContext ctx(reference(), reference_plan(), cfg);
+  return simulate_ring(ctx, rounds);
+}
+
+std::vector<int> without(std::vector<int> v, int x) {
+  v.erase(std::remove(v.begin(), v.end(), x), v.end());
+  return v;
+}
+
+/// The learner replays the schedule; its server throws on any sum-D_k mismatch or double count.
+void replay(const Schedule& s, int ranks = 0) {
+  const LearnResult r = run_loopback(s, tiny_federation(), tiny_test(), ranks);
+  ASSERT_EQ(r.rows.size(), s.updates.size() + 1);
+}
+
+int sink_of(const Schedule& s, int plane, int round) {
+  for (const Event* e : events_of(s, EventKind::Upload, round))
+    if (e->orbit == plane) return e->from;
+  return -1;
+}
+
+TEST(Faults, SatelliteDeadFromTheStartIsRoutedAround) {
+  const Schedule s = ring_with({Fault::satellite(3, 0.0)});
+  for (const UpdateRecord& u : s.updates) {
+    EXPECT_EQ(u.members, without(test::all_clients(40), 3));
+    EXPECT_EQ(u.ps_transfers, 10);           // the broken ring is one path: still one source + one sink
+    EXPECT_EQ(u.isl_transfers, 5 * 14 - 2);  // plane 0 has 7 members: 2 x 6 hops
+  }
+  for (const Event& e : s.events) {
+    EXPECT_NE(e.from, 3);
+    EXPECT_NE(e.to, 3);
+  }
+  test::expect_uploads_partition_members(s);
+  replay(s);
+}
+
+TEST(Faults, LinkDeadFromTheStartTurnsTheRingIntoAPath) {
+  const Schedule s = ring_with({Fault::link(9, 10, 0.0)});
+  for (const UpdateRecord& u : s.updates) {
+    EXPECT_EQ(u.members, test::all_clients(40));
+    EXPECT_EQ(u.ps_transfers, 10);
+    EXPECT_EQ(u.isl_transfers, 70);
+  }
+  for (const Event& e : s.events)
+    if (e.kind == EventKind::IslModel || e.kind == EventKind::IslAggregate)
+      EXPECT_FALSE((e.from == 9 && e.to == 10) || (e.from == 10 && e.to == 9)) << "event " << e.id;
+  replay(s);
+}
+
+TEST(Faults, LinkFailingDuringAggregationReroutesTheOtherWay) {
+  // Find the sink of plane 1 in round 1 and break the link its chain A uses next to it, just
+  // after training (the partial aggregation phase).
+  const Schedule clean = ring_with({}, 1);
+  const int q = sink_of(clean, 1, 1);
+  ASSERT_GE(q, 8);
+  const auto& ring = reference().plane_members(1);
+  const int qi = static_cast<int>(std::find(ring.begin(), ring.end(), q) - ring.begin());
+  const int a = ring[(qi + 1) % 8], b = ring[(qi + 2) % 8];
+  double t_fin = 0;
+  for (const Event* e : events_of(clean, EventKind::Train, 1))
+    if (e->from == b) t_fin = e->end_s;
+  const Schedule s = ring_with({Fault::link(a, b, t_fin - 1.0)}, 1);
+  const UpdateRecord& u = s.updates[0];
+  EXPECT_EQ(u.members, test::all_clients(40));  // nothing lost
+  EXPECT_EQ(u.ps_transfers, 10);
+  EXPECT_GT(u.isl_transfers, 70);  // the detour took more hops
+  EXPECT_FALSE(events_of(s, EventKind::IslAggregate, 1, /*failed=*/true).empty());
+  EXPECT_GE(u.time_s, clean.updates[0].time_s);
+  test::expect_uploads_partition_members(s);
+  replay(s);
+}
+
+TEST(Faults, SatelliteFailingMidRoundLosesOnlyItsOwnUpdate) {
+  // A satellite dies while training: the ring routes the aggregate around it and the server's
+  // update holds everybody else exactly once.
+  const Schedule clean = ring_with({}, 1);
+  const int victim = 13;
+  double t_start = 0;
+  for (const Event* e : events_of(clean, EventKind::Train, 1))
+    if (e->from == victim) t_start = e->start_s;
+  const Schedule s = ring_with({Fault::satellite(victim, t_start + 30.0)}, 2);
+  EXPECT_EQ(s.updates[0].members, without(test::all_clients(40), victim));
+  EXPECT_EQ(s.updates[1].members, without(test::all_clients(40), victim));
+  EXPECT_TRUE(std::count(s.skipped.begin(), s.skipped.end(), victim) >= 1);
+  test::expect_uploads_partition_members(s);
+  replay(s);
+}
+
+TEST(Faults, MissedUploadGoesToTheNextVisibleSink) {
+  const Schedule clean = ring_with({}, 1);
+  const int q = sink_of(clean, 2, 1);
+  const Schedule s = ring_with({Fault::missed_upload(q, 0.0)}, 1);
+  const UpdateRecord& u = s.updates[0];
+  EXPECT_EQ(u.members, test::all_clients(40));
+  EXPECT_EQ(u.ps_failed, 1);
+  EXPECT_EQ(u.ps_transfers, 10);  // delivered ones
+  const auto failed = events_of(s, EventKind::Upload, 1, true);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0]->from, q);
+  // Exactly one delivered upload of plane 2 with all its members, after the failed attempt.
+  int delivered = 0;
+  for (const Event* e : events_of(s, EventKind::Upload, 1))
+    if (e->orbit == 2) {
+      ++delivered;
+      EXPECT_EQ(e->members, reference().plane_members(2));
+      EXPECT_GE(e->start_s, failed[0]->end_s);
+    }
+  EXPECT_EQ(delivered, 1);
+  replay(s);
+}
+
+TEST(Faults, BaselineRetriesAMissedUploadAndSkipsDeadSatellites) {
+  TimingConfig cfg;
+  cfg.faults = {Fault::missed_upload(5, 0.0), Fault::satellite(20, 0.0)};
+  const TimingContext ctx(reference(), reference_plan(), cfg);
+  const Schedule s = simulate_baseline(ctx, 2);
+  EXPECT_EQ(s.updates[0].members, without(test::all_clients(40), 20));
+  EXPECT_EQ(s.updates[0].ps_transfers, 78);
+  EXPECT_EQ(s.updates[0].ps_failed, 1);
+  EXPECT_EQ(s.updates[1].ps_failed, 0);
+  const auto failed = events_of(s, EventKind::Upload, 1, true);
+  ASSERT_EQ(failed.size(), 1u);
+  for (const Event* e : events_of(s, EventKind::Upload, 1))
+    if (e->from == 5) EXPECT_GT(e->start_s, failed[0]->end_s);
+  replay(s);
+}
+
+TEST(Faults, RingAsyncSurvivesFaults) {
+  TimingConfig cfg;
+  cfg.faults = {Fault::satellite(3, 0.0), Fault::link(17, 18, 100.0), Fault::missed_upload(30, 50.0)};
+  const TimingContext ctx(reference(), reference_plan(), cfg);
+  const Schedule s = simulate_ring_async(ctx, 2);
+  ASSERT_EQ(s.updates.size(), 10u);
+  for (const auto& u : s.updates) EXPECT_EQ(std::count(u.members.begin(), u.members.end(), 3), 0);
+  replay(s, 5);
+}
+
+// ---- the server's checks must catch a bad schedule ----
+
+std::string error_of(const Schedule& s) {
+  try {
+    run_loopback(s, tiny_federation(), tiny_test());
+  } catch (const zen::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ServerChecks, DuplicateDeliveryIsRejected) {
+  Schedule s = ring_with({}, 1);
+  // Make the sink of plane 0 upload a second time the same members (a duplicate message).
+  const Event* up = nullptr;
+  for (const Event* e : events_of(s, EventKind::Upload, 1))
+    if (e->orbit == 0) up = e;
+  ASSERT_NE(up, nullptr);
+  Event dup = *up;
+  s.events.push_back(dup);
+  std::stable_sort(s.events.begin(), s.events.end(), [](const Event& a, const Event& b) { return a.start_s < b.start_s; });
+  for (std::size_t i = 0; i < s.events.size(); ++i) s.events[i].id = static_cast<int>(i);
+  const std::string msg = error_of(s);
+  EXPECT_NE(msg.find("holds 0 of the 8 clients"), std::string::npos) << msg;
+}
+
+TEST(ServerChecks, MissingClientIsRejected) {
+  Schedule s = ring_with({}, 1);
+  // Claim an extra client in the server update that no aggregate carries.
+  for (Event& e : s.events)
+    if (e.kind == EventKind::Upload && e.orbit == 4) {
+      e.failed = true;  // plane 4's upload never arrives, yet the update lists its members
+    }
+  const std::string msg = error_of(s);
+  EXPECT_NE(msg.find("received 32 clients, scheduled 40"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace zen::fl::sim

@@ -1,0 +1,281 @@
+// Timing simulator: baseline / ring / ring-async on the reference scenario, against the rules of
+// orbit-fl.md §5-§6 recomputed independently here.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "sim_test_util.hpp"
+#include "zen/orbit/visibility.hpp"
+
+namespace zen::fl::sim {
+namespace {
+
+using test::events_of;
+using test::reference;
+using test::reference_plan;
+
+TEST(Timing, LinkTimesFollowTheLinkModel) {
+  const TimingContext ctx(reference(), reference_plan(), TimingConfig{});
+  // ISL at the 6406.9 km chord: 251200 bit at ~231.5 Mb/s plus d/c ~ 22.5 ms.
+  EXPECT_NEAR(ctx.t_isl(0), 0.0225, 0.0005);
+  for (int k = 0; k < 40; ++k) {
+    EXPECT_NEAR(ctx.t_ps(k), orbit::transfer_time_s(orbit::LinkPreset::ka(), 251200.0, reference_plan().max_distance(k)),
+                1e-12);
+    EXPECT_GT(ctx.t_ps(k), 0.10);
+    EXPECT_LT(ctx.t_ps(k), 0.13);  // at most the 31020 km tangent distance (~125 ms)
+  }
+}
+
+TEST(Baseline, EightyServerTransfersPerRoundAndTheEfcRule) {
+  const TimingContext ctx(reference(), reference_plan(), TimingConfig{});
+  const Schedule s = simulate_baseline(ctx, 3);
+  ASSERT_EQ(s.updates.size(), 3u);
+  double T0 = 0.0;
+  for (const UpdateRecord& u : s.updates) {
+    EXPECT_EQ(u.ps_transfers, 80);
+    EXPECT_EQ(u.isl_transfers, 0);
+    EXPECT_EQ(u.members, test::all_clients(40));
+    // Every satellite: download at its first feasible contact after T0, upload at the next one
+    // after training; the round ends at the last upload plus the server's aggregation time.
+    double last = 0.0;
+    for (int k = 0; k < 40; ++k) {
+      const auto dl = reference_plan().first_window(k, T0, ctx.t_ps(k));
+      ASSERT_TRUE(dl);
+      const auto up = reference_plan().first_window(k, dl->completion_s + 60.0, ctx.t_ps(k));
+      ASSERT_TRUE(up);
+      last = std::max(last, up->completion_s);
+      bool found_dl = false, found_up = false;
+      for (const Event& e : s.events) {
+        if (e.round != u.round) continue;
+        if (e.kind == EventKind::Download && e.to == k) found_dl = std::abs(e.end_s - dl->completion_s) < 1e-9;
+        if (e.kind == EventKind::Upload && e.from == k) found_up = std::abs(e.end_s - up->completion_s) < 1e-9;
+      }
+      EXPECT_TRUE(found_dl && found_up) << "satellite " << k << " round " << u.round;
+    }
+    EXPECT_NEAR(u.time_s, last + 0.15e-3, 1e-9);
+    T0 = u.time_s;
+  }
+  // The reference estimate is ~2118 s per round (limb-crossing dominated).
+  EXPECT_GT(s.mean_update_interval_s(), 1500.0);
+  EXPECT_LT(s.mean_update_interval_s(), 3000.0);
+}
+
+/// Independent implementation of one orbit's ring round (fault-free), orbit-fl.md §6.
+double reference_ring_orbit(const TimingContext& ctx, int plane, double T0, int* sink_out) {
+  const std::vector<int>& ring = ctx.ring(plane);
+  const int S = static_cast<int>(ring.size());
+  const auto src = ctx.efc(ring, T0);
+  EXPECT_TRUE(src);
+  const int si = static_cast<int>(std::find(ring.begin(), ring.end(), src->sat) - ring.begin());
+  const double tI = ctx.t_isl(plane), tA = ctx.config().isl_agg_s;
+  std::vector<double> fin(S);
+  for (int j = 0; j < S; ++j) fin[j] = src->completion_s + tI * orbit::ring_hops(j, si, S) + 60.0;
+  const int m = S / 2;
+  double best = std::numeric_limits<double>::infinity();
+  for (int q = 0; q < S; ++q) {
+    auto chain = [&](std::vector<int> nodes) {  // far end first
+      double a = -1;
+      for (std::size_t i = 0; i < nodes.size(); ++i)
+        a = i == 0 ? fin[nodes[i]] : std::max(fin[nodes[i]], a + tI) + tA;
+      return nodes.empty() ? -std::numeric_limits<double>::infinity() : a + tI;
+    };
+    std::vector<int> A, B;
+    for (int k = m; k >= 1; --k) A.push_back((q + k) % S);
+    for (int k = S - 1 - m; k >= 1; --k) B.push_back(((q - k) % S + S) % S);
+    const double ready = std::max({fin[q], chain(A), chain(B)}) + ctx.config().sink_choice_s;
+    const auto c = reference_plan().first_window(ring[q], ready, ctx.t_ps(ring[q]));
+    EXPECT_TRUE(c);
+    if (c->completion_s < best) {
+      best = c->completion_s;
+      *sink_out = ring[q];
+    } else if (c->completion_s == best) {
+      *sink_out = -1;  // tie: the tie-break (longest remaining window) decides
+    }
+  }
+  return best;
+}
+
+TEST(Ring, TenServerTransfersPerRoundAndTheTwoChainRule) {
+  const TimingContext ctx(reference(), reference_plan(), TimingConfig{});
+  const Schedule s = simulate_ring(ctx, 3);
+  ASSERT_EQ(s.updates.size(), 3u);
+  double T0 = 0.0;
+  for (const UpdateRecord& u : s.updates) {
+    EXPECT_EQ(u.ps_transfers, 10);      // 2P
+    EXPECT_EQ(u.isl_transfers, 5 * 14); // 2(S-1) per orbit
+    EXPECT_EQ(u.ps_failed, 0);
+    EXPECT_EQ(u.members, test::all_clients(40));
+    double last = 0.0;
+    for (int p = 0; p < 5; ++p) {
+      int sink = -1;
+      const double done = reference_ring_orbit(ctx, p, T0, &sink);
+      last = std::max(last, done);
+      const auto ups = events_of(s, EventKind::Upload, u.round);
+      const auto it = std::find_if(ups.begin(), ups.end(), [&](const Event* e) { return e->orbit == p; });
+      ASSERT_NE(it, ups.end());
+      if (sink >= 0) {
+        EXPECT_EQ((*it)->from, sink) << "plane " << p << " round " << u.round;
+      }
+      EXPECT_NEAR((*it)->end_s, done, 1e-9);
+      EXPECT_EQ((*it)->members, ctx.ring(p));
+    }
+    EXPECT_NEAR(u.time_s, last + 0.15e-3, 1e-9);
+    T0 = u.time_s;
+  }
+  test::expect_uploads_partition_members(s);
+}
+
+TEST(Ring, SpeedUpOverBaselineWithKaIsBetween20And40) {
+  const TimingContext ctx(reference(), reference_plan(), TimingConfig{});
+  const Schedule b = simulate_baseline(ctx, 10);
+  const Schedule r = simulate_ring(ctx, 10);
+  const double speedup = b.mean_update_interval_s() / r.mean_update_interval_s();
+  EXPECT_GT(speedup, 20.0);
+  EXPECT_LT(speedup, 40.0);
+  // The ring round is about t_ps + hops * t_isl + 60 s + hops * t_isl + t_ps when windows are open.
+  EXPECT_GT(r.mean_update_interval_s(), 60.0);
+  EXPECT_LT(r.mean_update_interval_s(), 70.0);
+}
+
+TEST(Ring, SPresetIsSlowerButStillFaster) {
+  TimingConfig cfg;
+  cfg.preset = orbit::LinkPreset::s();
+  const TimingContext ctx(reference(), reference_plan(), cfg);
+  EXPECT_NEAR(ctx.t_isl(0), 1.44, 0.05);  // orbit-fl.md §3
+  const Schedule b = simulate_baseline(ctx, 4);
+  const Schedule r = simulate_ring(ctx, 4);
+  EXPECT_GT(r.mean_update_interval_s(), 60.0 + 2 * 4 * 1.4);
+  EXPECT_GT(b.mean_update_interval_s() / r.mean_update_interval_s(), 5.0);
+  for (const auto& u : r.updates) EXPECT_EQ(u.ps_transfers, 10);
+}
+
+TEST(Ring, EventsAreCausalPerSatellite) {
+  const TimingContext ctx(reference(), reference_plan(), TimingConfig{});
+  const Schedule s = simulate_ring(ctx, 2);
+  // Every satellite receives the model before training, trains before sending its aggregate.
+  std::map<std::pair<int, int>, double> got_model, trained;
+  for (const Event& e : s.events) {
+    if ((e.kind == EventKind::Download || e.kind == EventKind::IslModel)) got_model[std::make_pair(e.to, e.round)] = e.end_s;
+    if (e.kind == EventKind::Train) trained[{e.from, e.round}] = e.end_s;
+  }
+  for (const Event& e : s.events) {
+    if (e.kind == EventKind::Train) {
+      ASSERT_TRUE(got_model.count({e.from, e.round}));
+      EXPECT_LE((got_model[{e.from, e.round}]), e.start_s);
+    }
+    if (e.kind == EventKind::IslAggregate || e.kind == EventKind::Upload) {
+      for (int m : e.members) {
+        EXPECT_LE((trained[{m, e.round}]), e.start_s);
+      }
+    }
+  }
+  for (std::size_t i = 0; i < s.events.size(); ++i) {
+    EXPECT_EQ(s.events[i].id, static_cast<int>(i));
+    if (i) {
+      EXPECT_LE(s.events[i - 1].start_s, s.events[i].start_s);
+    }
+  }
+}
+
+TEST(RingAsync, OneUpdatePerOrbitReportWithStalenessWeights) {
+  TimingConfig cfg;
+  cfg.staleness_exponent = 0.5;
+  const TimingContext ctx(reference(), reference_plan(), cfg);
+  const Schedule s = simulate_ring_async(ctx, 3);
+  ASSERT_EQ(s.updates.size(), 15u);
+  std::map<int, int> per_orbit;
+  double prev = 0.0;
+  for (const UpdateRecord& u : s.updates) {
+    EXPECT_GE(u.time_s, prev);
+    prev = u.time_s;
+    ++per_orbit[u.orbit];
+    EXPECT_EQ(u.members, ctx.ring(u.orbit));
+  }
+  for (int p = 0; p < 5; ++p) EXPECT_EQ(per_orbit[p], 3);
+  const auto su = events_of(s, EventKind::ServerUpdate);
+  ASSERT_EQ(su.size(), 15u);
+  // The first update holds one fresh pair (weight 1); later ones weight older pairs less.
+  ASSERT_EQ(su[0]->orbit_weights.size(), 1u);
+  EXPECT_DOUBLE_EQ(su[0]->orbit_weights[0].second, 1.0);
+  for (const Event* e : su) {
+    for (const auto& [orbit, w] : e->orbit_weights) {
+      EXPECT_GT(w, 0.0);
+      EXPECT_LE(w, 1.0);
+      EXPECT_GE(orbit, 0);
+      EXPECT_LT(orbit, 5);
+    }
+  }
+  const Event* last = su.back();
+  EXPECT_EQ(last->orbit_weights.size(), 5u);
+  // Downloads carry the version current at their start.
+  for (const Event& e : s.events) {
+    if (e.kind != EventKind::Download) continue;
+    int v = 0;
+    for (const UpdateRecord& u : s.updates) v += u.time_s <= e.start_s;
+    EXPECT_EQ(e.version, v);
+  }
+}
+
+TEST(GroundStation, BremenAndNorthPoleServersWork) {
+  for (const std::string name : {"bremen", "northpole"}) {
+    const orbit::Scenario sc = orbit::Scenario::named(name);
+    orbit::PredictOptions o;
+    o.horizon_s = 3.0 * 86400.0;
+    const orbit::ContactPlan plan = orbit::ContactPlan::predict(sc, o);
+    const TimingContext ctx(sc, plan, TimingConfig{});
+    const Schedule b = simulate_baseline(ctx, 1);
+    const Schedule r = simulate_ring(ctx, 2);
+    EXPECT_EQ(b.updates[0].ps_transfers, 80) << name;
+    for (const auto& u : r.updates) EXPECT_EQ(u.ps_transfers, 10) << name;
+    EXPECT_GT(b.mean_update_interval_s(), r.mean_update_interval_s()) << name;
+  }
+}
+
+TEST(Starlink, SchedulesScaleToAMegaConstellationWithAGroundStation) {
+  const orbit::Scenario sc = orbit::Scenario::named("starlink");  // 1584 = 72 x 22, Bremen
+  orbit::PredictOptions o;
+  o.horizon_s = 4.0 * 86400.0;
+  const orbit::ContactPlan plan = orbit::ContactPlan::predict(sc, o);
+  TimingConfig cfg;
+  cfg.model_bits = 25450.0 * 32.0;
+  const TimingContext ctx(sc, plan, cfg);
+  const Schedule r = simulate_ring(ctx, 2);
+  for (const auto& u : r.updates) {
+    EXPECT_EQ(u.ps_transfers, 2 * 72);
+    EXPECT_EQ(u.isl_transfers, 72 * 2 * 21);
+    EXPECT_EQ(u.members.size(), 1584u);
+  }
+  const Schedule b = simulate_baseline(ctx, 1);
+  EXPECT_EQ(b.updates[0].ps_transfers, 2 * 1584);
+  EXPECT_GT(b.mean_update_interval_s(), r.mean_update_interval_s());
+}
+
+TEST(Timing, HorizonExceededIsReported) {
+  orbit::PredictOptions o;
+  o.horizon_s = 3000.0;
+  const orbit::ContactPlan plan = orbit::ContactPlan::predict(reference(), o);
+  const TimingContext ctx(reference(), plan, TimingConfig{});
+  EXPECT_THROW(simulate_baseline(ctx, 5), HorizonExceeded);
+}
+
+TEST(Timing, ParsesFaults) {
+  const Fault a = parse_fault("sat:3@120.5");
+  EXPECT_EQ(a.kind, Fault::Kind::Satellite);
+  EXPECT_EQ(a.sat, 3);
+  EXPECT_DOUBLE_EQ(a.time_s, 120.5);
+  const Fault b = parse_fault("link:8-9@0");
+  EXPECT_EQ(b.kind, Fault::Kind::Link);
+  EXPECT_EQ(b.sat2, 9);
+  EXPECT_EQ(parse_fault("miss:7@10").kind, Fault::Kind::MissedUpload);
+  EXPECT_THROW(parse_fault("sat:x@1"), zen::Error);
+  EXPECT_THROW(parse_fault("boom:1@1"), zen::Error);
+  TimingConfig cfg;
+  cfg.faults = {Fault::link(0, 5, 0.0)};  // not ring neighbours
+  EXPECT_THROW(TimingContext(reference(), reference_plan(), cfg), zen::Error);
+}
+
+}  // namespace
+}  // namespace zen::fl::sim
