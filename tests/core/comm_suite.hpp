@@ -108,6 +108,14 @@ inline void check_broadcast_p2p_barrier(Communicator& c, size_t count) {
       for (size_t i = 0; i < count; ++i) ASSERT_EQ(got[i], partner);
     }
   }
+  // Buffered sends: every rank sends a large message around the ring before receiving (a blocking
+  // rendezvous send would deadlock here).
+  {
+    std::vector<int> big(count + (1u << 18), r), got(count + (1u << 18), -1);
+    c.send(big.data(), big.size() * 4, (r + 1) % n, 5);
+    c.recv(got.data(), got.size() * 4, (r - 1 + n) % n, 5);
+    for (size_t i = 0; i < got.size(); i += 4099) ASSERT_EQ(got[i], (r - 1 + n) % n);
+  }
   c.barrier();
   auto vals = c.allgather_value<int64_t>(r * 11);
   for (int p = 0; p < n; ++p) ASSERT_EQ(vals[p], p * 11);

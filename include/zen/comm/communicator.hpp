@@ -51,6 +51,8 @@ class Communicator {
   Ms timeout() const { return timeout_; }
 
   // ---- point to point (tag in [0, 16383]) ----
+  /// Buffered: returns once the bytes are copied, before the peer receives (so ranks that send to
+  /// each other before receiving do not deadlock). Messages between a pair with one tag arrive in order.
   void send(const void* buf, size_t bytes, int peer, int tag = 0);
   /// Receives exactly `bytes` bytes; a message of another size is an error.
   void recv(void* buf, size_t bytes, int peer, int tag = 0);

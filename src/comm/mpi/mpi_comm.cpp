@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <memory>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -78,6 +79,14 @@ class MpiComm final : public Communicator {
     MPI_Comm_size(comm_, &size_);
   }
   ~MpiComm() override {
+    if (!failed() && !pending_.empty()) {
+      try {
+        for (auto& ps : pending_) wait_all(ps->q);
+      } catch (const std::exception&) {
+        // A peer that never received: nothing more can be done at destruction.
+      }
+    }
+    pending_.clear();
     for (auto& op : ops16_)
       if (op != MPI_OP_NULL) MPI_Op_free(&op);
     int finalized = 0;
@@ -89,10 +98,16 @@ class MpiComm final : public Communicator {
   const char* backend_name() const override { return "mpi"; }
 
  protected:
+  // Buffered (eager) send, as on the loopback backend: the bytes are copied and the call returns;
+  // MPI delivers them while later operations run. Two ranks that send to each other before
+  // receiving therefore never deadlock. Outstanding sends are completed by later calls and, at the
+  // latest, by the destructor (bounded by the timeout).
   void do_send(const void* buf, size_t bytes, int peer, int tag) override {
-    Reqs q;
-    isend(q, buf, bytes, peer, tag);
-    wait_all(q);
+    progress_sends();
+    auto ps = std::make_unique<PendingSend>();
+    ps->data.assign(static_cast<const uint8_t*>(buf), static_cast<const uint8_t*>(buf) + bytes);
+    isend(ps->q, ps->data.data(), bytes, peer, tag);
+    pending_.push_back(std::move(ps));
   }
   void do_recv(void* buf, size_t bytes, int peer, int tag) override {
     Reqs q;
@@ -184,6 +199,21 @@ class MpiComm final : public Communicator {
     std::vector<size_t> expect;
     std::vector<void*> bufs;  // receive buffers (for cancellation on timeout)
   };
+
+  struct PendingSend {
+    Reqs q;
+    std::vector<uint8_t> data;
+  };
+  // Complete the buffered sends that MPI has finished with (MPI_Test also drives progress).
+  void progress_sends() {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      int flag = 0;
+      check(MPI_Testall(static_cast<int>((*it)->q.rq.size()), (*it)->q.rq.data(), &flag, MPI_STATUSES_IGNORE), -1,
+            "MPI_Testall (buffered sends)");
+      it = flag ? pending_.erase(it) : it + 1;
+    }
+  }
+  std::vector<std::unique_ptr<PendingSend>> pending_;
 
   int coll_tag() { return kCollTagBase + static_cast<int>((cseq_++) % kCollTags); }
 
