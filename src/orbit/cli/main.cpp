@@ -8,12 +8,16 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "zen/error.hpp"
+#ifdef ZEN_HAVE_MPI
+#include "zen/comm/mpi.hpp"
+#endif
 #include "zen/fl/sim/experiment.hpp"
 #include "zen/orbit/contact.hpp"
 #include "zen/orbit/link.hpp"
@@ -262,6 +266,30 @@ struct FlArgs {
   std::string out;
   std::vector<std::string> faults;
   bool transfers = false;
+  std::string backend = "loopback";
+};
+
+// --backend mpi: the learner runs with one MPI process per communicator rank (server on rank 0,
+// satellites multiplexed over the others); every process simulates the same schedule and only
+// rank 0 prints and writes files. Run it under mpirun.
+struct BackendScope {
+#ifdef ZEN_HAVE_MPI
+  std::unique_ptr<zen::mpi::Environment> env;
+  std::unique_ptr<zen::Communicator> comm;
+#endif
+  explicit BackendScope(FlArgs& a) {
+    if (a.backend != "mpi") return;
+#ifdef ZEN_HAVE_MPI
+    env = std::make_unique<zen::mpi::Environment>(nullptr, nullptr);
+    comm = zen::mpi::create(MPI_COMM_WORLD);
+    comm->set_timeout(std::chrono::milliseconds(600000));
+    a.cfg.comm = comm.get();
+    if (comm->rank() != 0 && !std::freopen("/dev/null", "w", stdout)) std::perror("freopen");
+    if (comm->rank() != 0) a.out.clear();
+#else
+    ZEN_THROW(zen::Result::Unsupported, "--backend mpi: zen_orbit was built without MPI (ZEN_WITH_MPI=OFF)");
+#endif
+  }
 };
 
 std::vector<std::string> split_list(const std::string& s) {
@@ -310,6 +338,8 @@ void add_fl_options(CLI::App* app, FlArgs& a) {
   app->add_option("--ranks", c.ranks, "loopback ranks (0: one per satellite + server up to 64 satellites, else 16)");
   app->add_option("--threads", c.threads, "window prediction threads (0 = all cores)");
   app->add_option("--out", a.out, "output directory for CSV / PNG");
+  app->add_option("--backend", a.backend, "communicator for the models: loopback (threads) or mpi (run under mpirun)")
+      ->check(CLI::IsMember({"loopback", "mpi"}))->capture_default_str();
   app->add_flag("--transfers", a.transfers, "also write every transfer as received (transfers-<scheme>-<preset>.csv)");
 }
 
@@ -339,6 +369,7 @@ void write_outputs(const FlArgs& a, const std::vector<zs::RunResult>& runs, cons
 }
 
 int cmd_fl(FlArgs& a) {
+  BackendScope backend(a);
   const auto t0 = std::chrono::steady_clock::now();
   zs::Experiment ex(finish_config(a));
   std::vector<zs::RunResult> runs;
@@ -354,6 +385,7 @@ int cmd_fl(FlArgs& a) {
 }
 
 int cmd_compare(FlArgs& a) {
+  BackendScope backend(a);
   const auto t0 = std::chrono::steady_clock::now();
   zs::Experiment ex(finish_config(a));
   std::vector<zs::RunResult> runs;

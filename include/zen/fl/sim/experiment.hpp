@@ -41,6 +41,7 @@ struct ExperimentConfig {
   double staleness_exponent = 0.5;
   double initial_days = 1.0;      ///< first prediction horizon (doubled until the schedule fits)
   int ranks = 0;                  ///< loopback ranks (0: automatic)
+  Communicator* comm = nullptr;   ///< run the learner on this communicator (e.g. MPI, one process per rank) instead of a loopback
   unsigned threads = 0;           ///< window prediction threads
 };
 
