@@ -15,13 +15,15 @@ if ldd build/bin/* 2>/dev/null | grep -Eq 'libcuda|libcudart|libnccl'; then
 fi
 
 status=0
-ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600 || status=$?
-
+# CUDA configuration first (kernels compiled for sm_90; the GPU tests skip without a GPU), so that
+# the CPU suite's summary is the last thing ctest prints.
 if [ "${ZEN_SKIP_CUDA:-0}" != 1 ] && [ -x /usr/local/cuda/bin/nvcc ]; then
   cmake --preset cuda
   cmake --build build-cuda -j "$jobs" --target zen_cuda_all
   ctest --test-dir build-cuda --output-on-failure -L gpu --timeout 600 || status=$?
 fi
+
+ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600 || status=$?
 
 if [ -n "${ZEN_SANITIZE_SUITE:-}" ]; then
   bash scripts/sanitize.sh || status=$?
