@@ -7,11 +7,31 @@
 
 #include <gtest/gtest.h>
 
+#include "zen/fl/dataset.hpp"
+#include "zen/fl/federation.hpp"
 #include "zen/fl/sim/timing.hpp"
 #include "zen/orbit/contact.hpp"
 #include "zen/orbit/scenario.hpp"
 
 namespace zen::fl::sim::test {
+
+/// The tiny Fashion-MNIST sample shipped in tests/data, split over the 40 reference satellites.
+inline const Dataset& tiny_train() {
+  static const Dataset d = load_fashion_mnist(ZEN_FL_TINY_DIR, "train");
+  return d;
+}
+inline const Dataset& tiny_test() {
+  static const Dataset d = load_fashion_mnist(ZEN_FL_TINY_DIR, "t10k");
+  return d;
+}
+inline const Federation& tiny_federation() {
+  static const Federation f = [] {
+    FederationConfig c;
+    c.num_clients = 40;
+    return Federation(tiny_train(), tiny_test(), c);
+  }();
+  return f;
+}
 
 inline const orbit::Scenario& reference() {
   static const orbit::Scenario sc = orbit::Scenario::named("reference");

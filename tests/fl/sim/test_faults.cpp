@@ -14,23 +14,10 @@ namespace {
 using test::events_of;
 using test::reference;
 using test::reference_plan;
+using test::tiny_federation;
+using test::tiny_test;
+using test::tiny_train;
 
-const Dataset& tiny_train() {
-  static const Dataset d = load_fashion_mnist(ZEN_FL_TINY_DIR, "train");
-  return d;
-}
-const Dataset& tiny_test() {
-  static const Dataset d = load_fashion_mnist(ZEN_FL_TINY_DIR, "t10k");
-  return d;
-}
-const Federation& tiny_federation() {
-  static const Federation f = [] {
-    FederationConfig c;
-    c.num_clients = 40;
-    return Federation(tiny_train(), tiny_test(), c);
-  }();
-  return f;
-}
 
 Schedule ring_with(const std::vector<Fault>& faults, int rounds = 2) {
   TimingConfig cfg;

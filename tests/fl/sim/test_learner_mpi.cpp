@@ -9,22 +9,9 @@
 namespace zen::fl::sim {
 namespace {
 
-const Dataset& tiny_train() {
-  static const Dataset d = load_fashion_mnist(ZEN_FL_TINY_DIR, "train");
-  return d;
-}
-const Dataset& tiny_test() {
-  static const Dataset d = load_fashion_mnist(ZEN_FL_TINY_DIR, "t10k");
-  return d;
-}
-const Federation& tiny_federation() {
-  static const Federation f = [] {
-    FederationConfig c;
-    c.num_clients = 40;
-    return Federation(tiny_train(), tiny_test(), c);
-  }();
-  return f;
-}
+using test::tiny_federation;
+using test::tiny_test;
+using test::tiny_train;
 
 class LearnerMpi : public ::testing::TestWithParam<const char*> {};
 
