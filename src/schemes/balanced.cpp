@@ -22,14 +22,6 @@ struct OwnerMeta {
   uint64_t encoding;      // 0 = COO positions, 1 = hash bitmap
 };
 
-double imbalance(const std::vector<uint64_t>& load) {
-  uint64_t total = 0, mx = 0;
-  for (uint64_t v : load) {
-    total += v;
-    mx = std::max(mx, v);
-  }
-  return total == 0 ? 1.0 : static_cast<double>(mx) * static_cast<double>(load.size()) / static_cast<double>(total);
-}
 
 class Balanced final : public SparseAllreduce {
  public:
@@ -68,13 +60,11 @@ class Balanced final : public SparseAllreduce {
     }
 
     // 2. Counts (alltoall) and push (alltoallv of COO: owner-local positions + value rows).
-    std::vector<uint64_t> scount(n), rcount(n);
+    std::vector<uint64_t> scount(n), rcount;
     for (int p = 0; p < n; ++p) scount[p] = hp.count(static_cast<size_t>(p));
     {
       Phase ph(*this, "counts");
-      std::vector<size_t> c8(n, 8), d8(n);
-      for (int p = 0; p < n; ++p) d8[p] = 8 * static_cast<size_t>(p);
-      comm_.alltoallv(scount.data(), c8.data(), d8.data(), rcount.data(), c8.data(), d8.data());
+      rcount = detail::alltoall_counts(comm_, scount);
     }
     std::vector<size_t> sbytes(n), sdispl(n), rbytes(n), rdispl(n);
     size_t stotal = 0, rtotal = 0;
@@ -215,8 +205,8 @@ class Balanced final : public SparseAllreduce {
       results[p] = meta[p].result_rows;
       nbitmap += meta[p].encoding ? 1 : 0;
     }
-    report_.push_imbalance = imbalance(pushed);
-    report_.pull_imbalance = imbalance(results);
+    report_.push_imbalance = detail::imbalance(pushed);
+    report_.pull_imbalance = detail::imbalance(results);
     report_.encoding = nbitmap == 0 ? "coo" : (nbitmap == n ? "bitmap" : "mixed");
 
     // 5. Pull: allgatherv of every owner's (index encoding + values).

@@ -30,15 +30,7 @@ inline Local coalesce_input(const SparseView& in, const TensorSpec& spec) {
   return l;
 }
 
-/// max/mean of a load vector (1 when everything is zero).
-inline double imbalance(const std::vector<uint64_t>& load) {
-  uint64_t total = 0, mx = 0;
-  for (uint64_t v : load) {
-    total += v;
-    mx = std::max(mx, v);
-  }
-  return total == 0 ? 1.0 : static_cast<double>(mx) * static_cast<double>(load.size()) / static_cast<double>(total);
-}
+using detail::imbalance;
 
 /// Start of part o when `total` items are split into n contiguous near-equal parts (the first
 /// total % n parts get one more item); the same split as ring_chunk_bytes.

@@ -50,6 +50,24 @@ void write_sparse_result(std::vector<int64_t>&& keys, std::vector<uint8_t>&& val
   out.values = std::move(values);
 }
 
+double imbalance(const std::vector<uint64_t>& load) {
+  uint64_t total = 0, mx = 0;
+  for (uint64_t v : load) {
+    total += v;
+    mx = std::max(mx, v);
+  }
+  return total == 0 ? 1.0 : static_cast<double>(mx) * static_cast<double>(load.size()) / static_cast<double>(total);
+}
+
+std::vector<uint64_t> alltoall_counts(Communicator& comm, const std::vector<uint64_t>& send) {
+  const size_t n = static_cast<size_t>(comm.size());
+  std::vector<uint64_t> recv(n);
+  std::vector<size_t> c8(n, 8), d8(n);
+  for (size_t p = 0; p < n; ++p) d8[p] = 8 * p;
+  comm.alltoallv(send.data(), c8.data(), d8.data(), recv.data(), c8.data(), d8.data());
+  return recv;
+}
+
 void sparse_to_dense(const SparseTensor& s, void* dense) {
   const size_t vs = dtype_size(s.dtype);
   std::memset(dense, 0, s.dense_len * vs);

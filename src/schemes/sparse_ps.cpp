@@ -51,9 +51,7 @@ class SparsePS final : public SparseAllreduce {
     }
     {
       Phase ph(*this, "counts");
-      std::vector<size_t> c8(n, 8), d8(n);
-      for (int p = 0; p < n; ++p) d8[p] = 8 * static_cast<size_t>(p);
-      comm_.alltoallv(scount.data(), c8.data(), d8.data(), rcount.data(), c8.data(), d8.data());
+      rcount = detail::alltoall_counts(comm_, scount);
     }
     std::vector<size_t> sc(n), sd(n), rc(n), rd(n);
     size_t st = 0, rt = 0;

@@ -121,6 +121,10 @@ void write_sparse_result(std::vector<int64_t>&& keys, std::vector<uint8_t>&& val
 /// Scatter a sorted sparse result into a zeroed dense buffer.
 void sparse_to_dense(const SparseTensor& s, void* dense);
 double seconds_now();
+/// max/mean of a load vector (1 when everything is zero): the imbalance the schemes report.
+double imbalance(const std::vector<uint64_t>& load);
+/// Alltoall of one uint64 per peer (entry counts): returns what every peer sent to this rank.
+std::vector<uint64_t> alltoall_counts(Communicator& comm, const std::vector<uint64_t>& send);
 }  // namespace detail
 
 }  // namespace zen
