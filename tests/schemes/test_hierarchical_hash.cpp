@@ -1,0 +1,136 @@
+// Hierarchical hashing (the balanced scheme's push partitioner): no entry is lost to a race, to index
+// 0, to duplicates or to a full serial region; segments match h0; and the balanced scheme stays exact
+// when the regions are forced to overflow.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "cases.hpp"
+#include "zen/comm/loopback.hpp"
+#include "zen/hash/hierarchical.hpp"
+
+using namespace zen;
+
+namespace {
+
+// Every input entry id appears exactly once, in the segment of its h0 owner, with its position.
+void expect_exact_partition(const std::vector<int64_t>& idx, const Partitioner& part, const HashPartition& hp) {
+  ASSERT_EQ(hp.offsets.size(), part.n_owners + 1u);
+  ASSERT_EQ(hp.offsets.back(), idx.size());
+  std::vector<int> seen(idx.size(), 0);
+  for (uint32_t p = 0; p < part.n_owners; ++p)
+    for (size_t k = hp.offsets[p]; k < hp.offsets[p + 1]; ++k) {
+      const uint32_t e = hp.entry[k];
+      ASSERT_LT(e, idx.size());
+      ++seen[e];
+      uint32_t o;
+      uint64_t pos;
+      part.locate(static_cast<uint64_t>(idx[e]), &o, &pos);
+      ASSERT_EQ(o, p) << "entry " << e << " in the wrong owner segment";
+      ASSERT_EQ(hp.pos[k], pos);
+    }
+  for (size_t e = 0; e < idx.size(); ++e) ASSERT_EQ(seen[e], 1) << "entry " << e << " (index " << idx[e] << ")";
+  EXPECT_EQ(hp.parallel_placed + hp.serial_placed + hp.spilled, idx.size());
+}
+
+SparseView view_of(const std::vector<int64_t>& idx, const std::vector<float>& val, uint64_t N) {
+  SparseView v;
+  v.dense_len = N;
+  v.nnz = idx.size();
+  v.indices = idx.data();
+  v.values = val.data();
+  return v;
+}
+
+TEST(HierarchicalHash, ManyThreadsCollidingKeysLoseNothing) {
+  const uint64_t N = 1000003;  // not divisible by any n used
+  std::mt19937_64 g(11);
+  std::vector<int64_t> idx(400000);
+  for (auto& x : idx) x = static_cast<int64_t>(g() % 5000);  // heavy duplication: slots contended
+  idx[0] = 0;
+  idx[1] = static_cast<int64_t>(N - 1);
+  std::vector<float> val(idx.size(), 1.0f);
+  for (uint32_t n : {1u, 3u, 7u}) {
+    auto part = Partitioner::make(N, n, 99);
+    for (int threads : {1, 2, 8}) {
+      HierarchicalHashConfig cfg;
+      cfg.threads = threads;
+      HashPartition hp;
+      hierarchical_partition(view_of(idx, val, N), part, cfg, hp);
+      SCOPED_TRACE("n=" + std::to_string(n) + " threads=" + std::to_string(threads));
+      expect_exact_partition(idx, part, hp);
+      EXPECT_GT(hp.spilled, 0u);  // 400k entries over 5000 keys: the serial regions must overflow
+      EXPECT_GT(hp.overflowed_owners, 0u);
+    }
+  }
+}
+
+TEST(HierarchicalHash, IndexZeroAndTinyRegionsAndEmpty) {
+  const uint64_t N = 64;
+  std::vector<int64_t> idx{0, 0, 63, 1, 0, 17};
+  std::vector<float> val(idx.size(), 1.0f);
+  auto part = Partitioner::make(N, 5, 3);
+  HierarchicalHashConfig cfg;
+  cfg.parallel_factor = 0.0;  // floor capacity only
+  cfg.serial_fraction = 0.0;
+  HashPartition hp;
+  hierarchical_partition(view_of(idx, val, N), part, cfg, hp);
+  expect_exact_partition(idx, part, hp);
+  std::vector<int64_t> none;
+  hierarchical_partition(view_of(none, val, N), part, cfg, hp);
+  EXPECT_EQ(hp.offsets.back(), 0u);
+}
+
+TEST(HierarchicalHash, DefaultSizingKeepsSerialShareNearPaper) {
+  const uint64_t N = 1ULL << 24;
+  std::mt19937_64 g(5);
+  std::vector<int64_t> idx;
+  std::vector<char> used(N, 0);
+  while (idx.size() < 100000) {
+    int64_t x = static_cast<int64_t>(g() % N);
+    if (!used[x]) {
+      used[x] = 1;
+      idx.push_back(x);
+    }
+  }
+  std::vector<float> val(idx.size(), 1.0f);
+  auto part = Partitioner::make(N, 16, 1);
+  HashPartition hp;
+  hierarchical_partition(view_of(idx, val, N), part, HierarchicalHashConfig{}, hp);
+  expect_exact_partition(idx, part, hp);
+  const double serial = static_cast<double>(hp.serial_placed + hp.spilled) / static_cast<double>(idx.size());
+  EXPECT_GT(serial, 0.01);  // Zen §4 [est]: 2.9 % at r1 = 2 nnz, k = 3
+  EXPECT_LT(serial, 0.06);
+  EXPECT_EQ(hp.spilled, 0u);  // r2 = r1/10 has ample headroom at the default sizes
+  // Push balance (Thm 2): owner loads within a few percent of the mean.
+  std::vector<uint64_t> load(16);
+  for (uint32_t p = 0; p < 16; ++p) load[p] = hp.count(p);
+  EXPECT_LT(detail::imbalance(load), 1.1);
+}
+
+TEST(BalancedOverflow, ForcedSerialOverflowStaysExactAndIsReported) {
+  for (int n : {1, 3, 4}) {
+    test::Case c = test::make_case(test::case_kinds().front(), n, 0);
+    // Add many duplicates so the tiny regions overflow, and make them tiny.
+    for (int r = 0; r < n; ++r)
+      for (int k = 0; k < 300; ++k) {
+        c.idx[r].push_back(static_cast<int64_t>(k % 7));
+        for (uint32_t d = 0; d < c.D; ++d) c.val[r].push_back(static_cast<double>((k % 5) - 2));
+      }
+    c.opt.parallel_factor = 0.01;
+    c.opt.serial_fraction = 0.01;
+    const test::Reference ref = test::reference(c);
+    std::vector<uint64_t> overflows(n);
+    loopback::run(n, [&](Communicator& comm) {
+      SyncReport rep;
+      test::check_case(comm, "balanced", c, ref, &rep);
+      overflows[comm.rank()] = rep.serial_overflows;
+    });
+    uint64_t total = 0;
+    for (auto o : overflows) total += o;
+    EXPECT_GT(total, 0u) << "n=" << n << ": the forced configuration must overflow somewhere";
+  }
+}
+
+}  // namespace
