@@ -10,7 +10,7 @@
 namespace zen::encode {
 
 void bitmap_encode(const uint64_t* positions, size_t k, uint64_t nbits, uint8_t* out) {
-  std::memset(out, 0, bitmap_bytes(nbits));
+  if (const size_t nb = bitmap_bytes(nbits)) std::memset(out, 0, nb);  // out may be null when nbits == 0
   uint64_t prev = 0;
   for (size_t i = 0; i < k; ++i) {
     const uint64_t j = positions[i];

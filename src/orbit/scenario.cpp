@@ -111,6 +111,16 @@ double require_num(const json& j, const char* key, const std::string& where) {
   return get_num(j, key, 0.0, where);
 }
 
+// An integer field: a JSON number that is whole and within [lo, hi] (checked before any cast).
+int get_int(const json& j, const char* key, double dflt, double lo, double hi, const std::string& where, bool required) {
+  ZEN_ENFORCE(!required || j.contains(key), where + ": missing field '" + key + "'");
+  const double v = get_num(j, key, dflt, where);
+  ZEN_ENFORCE(std::isfinite(v) && v == std::floor(v) && v >= lo && v <= hi,
+              where + ": field '" + key + "' must be a whole number in [" + std::to_string(static_cast<long long>(lo)) +
+                  ", " + std::to_string(static_cast<long long>(hi)) + "], got " + j.at(key).dump());
+  return static_cast<int>(v);
+}
+
 // altitude from altitude_km or altitude_m
 double get_altitude(const json& j, const std::string& where, bool required) {
   if (j.contains("altitude_km")) return get_num(j, "altitude_km", 0.0, where) * 1e3;
@@ -201,9 +211,9 @@ Scenario Scenario::from_json_text(const std::string& text) {
       WalkerSpec spec;
       spec.pattern = parse_walker_pattern(w.value("pattern", std::string("delta")));
       spec.inclination_deg = require_num(w, "inclination_deg", "walker");
-      spec.total = static_cast<int>(require_num(w, "total", "walker"));
-      spec.planes = static_cast<int>(require_num(w, "planes", "walker"));
-      spec.phasing = static_cast<int>(get_num(w, "phasing", 0.0, "walker"));
+      spec.total = get_int(w, "total", 0, 1, 1e6, "walker", true);
+      spec.planes = get_int(w, "planes", 0, 1, 1e6, "walker", true);
+      spec.phasing = get_int(w, "phasing", 0.0, 0, 1e6, "walker", false);
       spec.altitude_m = get_altitude(w, "walker", true);
       spec.raan0_deg = get_num(w, "raan0_deg", 0.0, "walker");
       spec.u0_deg = get_num(w, "u0_deg", 0.0, "walker");
@@ -214,8 +224,8 @@ Scenario Scenario::from_json_text(const std::string& text) {
         Satellite sat;
         sat.id = static_cast<int>(sc.satellites.size());
         const std::string where = "satellite " + std::to_string(sat.id);
-        sat.plane = static_cast<int>(require_num(s, "plane", where));
-        sat.slot = static_cast<int>(require_num(s, "slot", where));
+        sat.plane = get_int(s, "plane", 0, 0, 1e6, where, true);
+        sat.slot = get_int(s, "slot", 0, 0, 1e6, where, true);
         sat.name = s.value("name", "sat" + std::to_string(sat.id));
         sat.orbit = parse_orbit(s, where);
         sc.satellites.push_back(std::move(sat));

@@ -122,8 +122,15 @@ class Balanced final : public SparseAllreduce {
         std::memcpy(&x, keys + 8 * k, 8);
         return x;
       };
-      auto val_at = [&](int src, size_t k) -> const T* {
-        return reinterpret_cast<const T*>(rbuf.data() + rdispl[src] + rcount[src] * isz + k * row_bytes);
+      // Value rows sit after 4- or 8-byte keys in a byte buffer: they may be unaligned for their
+      // type, so they are read with memcpy (plain loads after optimization).
+      auto val_at = [&](int src, size_t k) -> const uint8_t* {
+        return rbuf.data() + rdispl[src] + rcount[src] * isz + k * row_bytes;
+      };
+      auto load = [](const uint8_t* v, size_t c) {
+        T x;
+        std::memcpy(static_cast<void*>(&x), v + c * sizeof(T), sizeof(T));
+        return static_cast<A>(x);
       };
       for (int src = 0; src < n; ++src)
         for (size_t k = 0; k < rcount[src]; ++k)
@@ -140,13 +147,13 @@ class Balanced final : public SparseAllreduce {
         for (int src = 0; src < n; ++src)
           for (size_t k = 0; k < rcount[src]; ++k) {
             const uint64_t q = key_at(src, k);
-            const T* v = val_at(src, k);
+            const uint8_t* v = val_at(src, k);
             A* a = &acc[q * D];
             if (!(present[q >> 6] >> (q & 63) & 1)) {
               present[q >> 6] |= 1ULL << (q & 63);
-              for (size_t c = 0; c < D; ++c) a[c] = static_cast<A>(v[c]);
+              for (size_t c = 0; c < D; ++c) a[c] = load(v, c);
             } else {
-              for (size_t c = 0; c < D; ++c) a[c] += static_cast<A>(v[c]);
+              for (size_t c = 0; c < D; ++c) a[c] += load(v, c);
             }
           }
         for (size_t w = 0; w < present.size(); ++w) {
@@ -170,8 +177,8 @@ class Balanced final : public SparseAllreduce {
           const uint64_t q = items[i].first;
           size_t j = i;
           for (; j < items.size() && items[j].first == q; ++j) {
-            const T* v = val_at(static_cast<int>(items[j].second >> 40), items[j].second & ((1ULL << 40) - 1));
-            for (size_t c = 0; c < D; ++c) acc[c] = (j == i) ? static_cast<A>(v[c]) : acc[c] + static_cast<A>(v[c]);
+            const uint8_t* v = val_at(static_cast<int>(items[j].second >> 40), items[j].second & ((1ULL << 40) - 1));
+            for (size_t c = 0; c < D; ++c) acc[c] = (j == i) ? load(v, c) : acc[c] + load(v, c);
           }
           res_pos.push_back(q);
           for (size_t c = 0; c < D; ++c) res_val.push_back(static_cast<T>(acc[c]));

@@ -26,7 +26,7 @@ class DenseNative final : public SparseAllreduce {
       scratch.resize(N * vs);
       buf = scratch.data();
     }
-    std::memset(buf, 0, N * vs);
+    if (N) std::memset(buf, 0, N * vs);
     for (size_t i = 0; i < loc.keys.size(); ++i)
       std::memcpy(buf + static_cast<size_t>(loc.keys[i]) * rb, loc.vals.data() + i * rb, rb);
     {

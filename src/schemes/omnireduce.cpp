@@ -133,9 +133,13 @@ class OmniReduce final : public SparseAllreduce {
             if (baseline::get_bit(msg, q)) baseline::set_bit(rowmask.data(), lr + q);
           msg += (k + 7) / 8;
         }
-        const T* v = reinterpret_cast<const T*>(msg);
+        // Value rows follow a byte-sized mask, so they may be unaligned: copy each value out.
         A* a = &acc[lr * D];
-        for (size_t e = 0; e < k * D; ++e) a[e] += static_cast<A>(v[e]);
+        for (size_t e = 0; e < k * D; ++e) {
+          T v;
+          std::memcpy(static_cast<void*>(&v), msg + e * sizeof(T), sizeof(T));
+          a[e] += static_cast<A>(v);
+        }
         msg += k * rowb;
       }
     }

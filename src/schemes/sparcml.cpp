@@ -223,8 +223,9 @@ class SparCML final : public SparseAllreduce {
     ever_dense_ |= st.dense;
     ever_sparse |= !st.dense;
     report_.encoding = ever_dense_ ? (ever_sparse ? "coo+dense" : "dense") : "coo";
-    if (dense_out) {
-      if (st.dense) {
+    if (!sparse_out) {  // dense output (dense_out is null when N == 0)
+      if (spec_.dense_len == 0) {
+      } else if (st.dense) {
         std::memcpy(dense_out, st.vals.data(), st.vals.size() * sizeof(T));
       } else {
         std::memset(dense_out, 0, spec_.dense_len * sizeof(T));

@@ -159,8 +159,7 @@ class MpiComm final : public Communicator {
       Reqs q;
       q.rq.emplace_back();
       q.peers.push_back(-1);
-      q.expect.push_back(kNoCheck);
-      q.bufs.push_back(nullptr);  // a native collective cannot be cancelled
+      q.expect.push_back(kNoCheck);  // a native collective: no size check, cannot be cancelled
       check(MPI_Iallreduce(MPI_IN_PLACE, static_cast<uint8_t*>(buf) + off * es, static_cast<int>(c), mpi_type(dtype),
                            mpi_op(dtype, op), comm_, &q.rq[0]),
             -1, "MPI_Iallreduce");
@@ -197,7 +196,6 @@ class MpiComm final : public Communicator {
     std::vector<MPI_Request> rq;
     std::vector<int> peers;
     std::vector<size_t> expect;
-    std::vector<void*> bufs;  // receive buffers (for cancellation on timeout)
   };
 
   struct PendingSend {
@@ -234,7 +232,6 @@ class MpiComm final : public Communicator {
       q.rq.emplace_back();
       q.peers.push_back(peer);
       q.expect.push_back(kSend);
-      q.bufs.push_back(nullptr);
       check(MPI_Isend(static_cast<const uint8_t*>(buf) + off, static_cast<int>(b), MPI_BYTE, peer, tag, comm_, &q.rq.back()),
             peer, "MPI_Isend");
       off += b;
@@ -248,7 +245,6 @@ class MpiComm final : public Communicator {
       q.rq.emplace_back();
       q.peers.push_back(peer);
       q.expect.push_back(b);
-      q.bufs.push_back(buf);
       check(MPI_Irecv(static_cast<uint8_t*>(buf) + off, static_cast<int>(b), MPI_BYTE, peer, tag, comm_, &q.rq.back()),
             peer, "MPI_Irecv");
       off += b;
@@ -298,7 +294,7 @@ class MpiComm final : public Communicator {
         }
         // Pending receives must not land in the caller's buffers after we return: cancel them.
         for (size_t i = 0; i < rq.size(); ++i)
-          if (!done[i] && q.bufs[i]) {
+          if (!done[i] && q.expect[i] != kSend && q.expect[i] != kNoCheck) {
             MPI_Cancel(&rq[i]);
             MPI_Wait(&rq[i], MPI_STATUS_IGNORE);
           }

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Extra CI stage of the reliability suite (after scripts/test.sh built build/): bounded libFuzzer runs
+# of every fuzz target, a differential sweep under mpirun, the failure tests (loopback and MPI, crash
+# of a rank under mpirun) and a few timeout trials. ~5 min on 2 cores.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+build=${ZEN_BUILD_DIR:-build}
+status=0
+ZEN_FUZZ_SECONDS=${ZEN_FUZZ_SECONDS:-30} bash scripts/fuzz.sh ci || status=1
+if [ ! -f "$build/build.ninja" ]; then cmake --preset cpu >/dev/null || exit 1; fi
+cmake --build "$build" --target zen_differential zen_timeout_trials test_reliability_failures \
+  test_reliability_bad_input >/dev/null || exit 1
+# MPI parts only where the MPI backend is built.
+if command -v mpirun >/dev/null && cmake --build "$build" --target test_reliability_failures_mpi zen_mpi_crash >/dev/null 2>&1; then
+  for np in 3 4 7; do
+    mpirun -n $np "$build/bin/zen_differential" --backend mpi --cases 300 --seed $((500 + np)) || status=1
+  done
+fi
+"$build/bin/test_reliability_bad_input" --gtest_brief=1 || status=1
+"$build/bin/test_reliability_failures" --gtest_brief=1 || status=1
+ctest --test-dir "$build" --output-on-failure -L reliability -LE "slow|fuzz" --timeout 300 || status=1
+bash scripts/timeout_trials.sh 4 500 || status=1
+exit $status

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Usage: mpi_crash_test.sh MPIEXEC BINARY MODE NP
+# Passes when the job ends with a non-zero status (not the 124 of `timeout`) within 60 s; for
+# --mode hang, the surviving ranks' error must name rank 1.
+set -u
+mpiexec=$1 bin=$2 mode=$3 np=$4
+log=$(mktemp)
+start=$(date +%s%N)
+timeout 90 "$mpiexec" -n "$np" "$bin" --mode "$mode" >"$log" 2>&1
+rc=$?
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+echo "mode=$mode np=$np exit=$rc ms=$ms"
+status=0
+if [ "$rc" -eq 0 ]; then echo "FAIL: the job exited 0 although rank 1 failed"; status=1; fi
+if [ "$rc" -eq 124 ]; then echo "FAIL: the job hung (killed by timeout after 90 s)"; status=1; fi
+if [ "$ms" -gt 60000 ]; then echo "FAIL: took $ms ms"; status=1; fi
+if [ "$mode" = hang ] && ! grep -q "peer 1" "$log"; then echo "FAIL: the error does not name rank 1"; status=1; fi
+[ $status -ne 0 ] && cat "$log"
+rm -f "$log"
+exit $status
