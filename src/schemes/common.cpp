@@ -70,7 +70,7 @@ std::vector<uint64_t> alltoall_counts(Communicator& comm, const std::vector<uint
 
 void sparse_to_dense(const SparseTensor& s, void* dense) {
   const size_t vs = dtype_size(s.dtype);
-  std::memset(dense, 0, s.dense_len * vs);
+  if (s.dense_len) std::memset(dense, 0, s.dense_len * vs);
   const size_t rb = s.row_width * vs;
   auto* d = static_cast<uint8_t*>(dense);
   for (size_t i = 0; i < s.indices.size(); ++i)

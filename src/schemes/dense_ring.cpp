@@ -32,7 +32,7 @@ class DenseRing final : public SparseAllreduce {
       scratch.resize(N * sizeof(T));
       buf = scratch.data();
     }
-    std::memset(buf, 0, N * sizeof(T));
+    if (N) std::memset(buf, 0, N * sizeof(T));
     for (size_t i = 0; i < loc.keys.size(); ++i)
       std::memcpy(buf + static_cast<size_t>(loc.keys[i]) * rb, loc.vals.data() + i * rb, rb);
     {

@@ -189,8 +189,11 @@ class OmniReduce final : public SparseAllreduce {
             if (baseline::get_bit(rowmask.data(), lr + q)) baseline::set_bit(w, q);
           w += (k + 7) / 8;
         }
-        T* v = reinterpret_cast<T*>(w);
-        for (size_t e = 0; e < k * D; ++e) v[e] = static_cast<T>(acc[lr * D + e]);
+        // Rows follow a byte-sized mask, so they may be unaligned: write each value with memcpy.
+        for (size_t e = 0; e < k * D; ++e) {
+          const T v = static_cast<T>(acc[lr * D + e]);
+          std::memcpy(w + e * sizeof(T), static_cast<const void*>(&v), sizeof(T));
+        }
         w += k * rowb;
       }
     }

@@ -185,7 +185,7 @@ void check_hierarchical_rank(Communicator& world, Communicator* intra, Communica
   std::vector<uint8_t> dense(spec.dense_len * sizeof(T) + 1, 0xAB);
   s->run_dense(ins[r].view(), dense.data());
   const auto wd = dense_of(want);
-  ASSERT_EQ(0, std::memcmp(dense.data(), wd.data(), wd.size())) << what << " dense";
+  if (!wd.empty()) ASSERT_EQ(0, std::memcmp(dense.data(), wd.data(), wd.size())) << what << " dense";
   ASSERT_EQ(dense.back(), 0xAB) << what << " wrote past the dense buffer";
   EXPECT_EQ(s->report().result_nnz, want.nnz()) << what;
 }
