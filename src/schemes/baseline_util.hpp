@@ -30,6 +30,21 @@ inline Local coalesce_input(const SparseView& in, const TensorSpec& spec) {
   return l;
 }
 
+/// The local rows as a dense buffer of N values: dense_out when given, else `scratch`.
+inline uint8_t* densify(const Local& loc, const TensorSpec& spec, void* dense_out, std::vector<uint8_t>& scratch) {
+  const uint64_t N = spec.dense_len;
+  const size_t vs = dtype_size(spec.dtype), rb = spec.row_width * vs;
+  uint8_t* buf = static_cast<uint8_t*>(dense_out);
+  if (!buf) {
+    scratch.resize(N * vs);
+    buf = scratch.data();
+  }
+  if (N) std::memset(buf, 0, N * vs);
+  for (size_t i = 0; i < loc.keys.size(); ++i)
+    std::memcpy(buf + static_cast<size_t>(loc.keys[i]) * rb, loc.vals.data() + i * rb, rb);
+  return buf;
+}
+
 using detail::imbalance;
 
 /// Start of part o when `total` items are split into n contiguous near-equal parts (the first

@@ -17,18 +17,10 @@ class DenseNative final : public SparseAllreduce {
  protected:
   void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
     const uint64_t N = spec_.dense_len, R = N / spec_.row_width;
-    const size_t vs = dtype_size(spec_.dtype), rb = spec_.row_width * vs;
     report_.encoding = "dense";
     baseline::Local loc = baseline::coalesce_input(in, spec_);
     std::vector<uint8_t> scratch;
-    uint8_t* buf = static_cast<uint8_t*>(dense_out);
-    if (!buf) {
-      scratch.resize(N * vs);
-      buf = scratch.data();
-    }
-    if (N) std::memset(buf, 0, N * vs);
-    for (size_t i = 0; i < loc.keys.size(); ++i)
-      std::memcpy(buf + static_cast<size_t>(loc.keys[i]) * rb, loc.vals.data() + i * rb, rb);
+    uint8_t* buf = baseline::densify(loc, spec_, dense_out, scratch);
     {
       Phase ph(*this, "allreduce");
       if (comm_.size() > 1) comm_.allreduce(buf, N, spec_.dtype, ReduceOp::Sum);

@@ -23,18 +23,10 @@ class DenseRing final : public SparseAllreduce {
   template <typename T>
   void run_typed(const SparseView& in, SparseTensor* sparse_out, void* dense_out) {
     const uint64_t N = spec_.dense_len, R = N / spec_.row_width;
-    const size_t rb = spec_.row_width * sizeof(T);
     report_.encoding = "dense";
     baseline::Local loc = baseline::coalesce_input(in, spec_);
     std::vector<uint8_t> scratch;
-    uint8_t* buf = static_cast<uint8_t*>(dense_out);
-    if (!buf) {
-      scratch.resize(N * sizeof(T));
-      buf = scratch.data();
-    }
-    if (N) std::memset(buf, 0, N * sizeof(T));
-    for (size_t i = 0; i < loc.keys.size(); ++i)
-      std::memcpy(buf + static_cast<size_t>(loc.keys[i]) * rb, loc.vals.data() + i * rb, rb);
+    uint8_t* buf = baseline::densify(loc, spec_, dense_out, scratch);
     {
       Phase ph(*this, "reduce_scatter");
       baseline::ring_reduce_scatter(

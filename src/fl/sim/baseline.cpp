@@ -80,21 +80,7 @@ Schedule simulate_baseline(const TimingContext& ctx, int rounds) {
       }
     }
     ZEN_ENFORCE(!members.empty(), "baseline: round " + std::to_string(r) + " has no surviving satellite");
-    Event su;
-    su.kind = EventKind::ServerUpdate;
-    su.start_s = su.end_s = t_agg + agg;
-    su.from = su.to = kServer;
-    su.round = r;
-    su.version = r;
-    su.members = members;
-    s.events.push_back(su);
-    UpdateRecord rec;
-    rec.version = r;
-    rec.round = r;
-    rec.time_s = su.end_s;
-    rec.members = members;
-    s.updates.push_back(rec);
-    T0 = su.end_s;
+    T0 = detail::add_sync_server_update(s, r, t_agg + agg, members);
   }
   detail::finalize_schedule(s);
   return s;

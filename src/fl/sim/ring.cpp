@@ -30,21 +30,7 @@ Schedule simulate_ring(const TimingContext& ctx, int rounds) {
       s.skipped.insert(s.skipped.end(), o.skipped.begin(), o.skipped.end());
     }
     ZEN_ENFORCE(!members.empty(), "ring: round " + std::to_string(r) + " has no surviving satellite");
-    Event su;
-    su.kind = EventKind::ServerUpdate;
-    su.start_s = su.end_s = t_agg + ctx.config().ps_agg_s;
-    su.from = su.to = kServer;
-    su.round = r;
-    su.version = r;
-    su.members = members;
-    s.events.push_back(su);
-    UpdateRecord rec;
-    rec.version = r;
-    rec.round = r;
-    rec.time_s = su.end_s;
-    rec.members = members;
-    s.updates.push_back(rec);
-    T0 = su.end_s;
+    T0 = detail::add_sync_server_update(s, r, t_agg + ctx.config().ps_agg_s, members);
   }
   detail::finalize_schedule(s);
   return s;

@@ -410,6 +410,24 @@ OrbitRound ring_orbit_round(const TimingContext& ctx, int plane, double T0, int 
   return out;
 }
 
+double add_sync_server_update(Schedule& s, int r, double t, const std::vector<int>& members) {
+  Event su;
+  su.kind = EventKind::ServerUpdate;
+  su.start_s = su.end_s = t;
+  su.from = su.to = kServer;
+  su.round = r;
+  su.version = r;
+  su.members = members;
+  s.events.push_back(su);
+  UpdateRecord rec;
+  rec.version = r;
+  rec.round = r;
+  rec.time_s = t;
+  rec.members = members;
+  s.updates.push_back(rec);
+  return t;
+}
+
 void finalize_schedule(Schedule& s) {
   std::stable_sort(s.events.begin(), s.events.end(),
                    [](const Event& a, const Event& b) { return a.start_s < b.start_s; });

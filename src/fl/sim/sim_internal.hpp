@@ -30,6 +30,10 @@ OrbitRound ring_orbit_round(const TimingContext& ctx, int plane, double T0, int 
 /// Sorts events by start time (stable), assigns ids, attributes transfer counts to the updates.
 void finalize_schedule(Schedule& s);
 
+/// Synchronous round r ends: the server aggregates `members` at time t (event + update record).
+/// Returns t (the start of the next round).
+double add_sync_server_update(Schedule& s, int r, double t, const std::vector<int>& members);
+
 std::vector<int> sorted_union(std::vector<int> a, const std::vector<int>& b);
 
 }  // namespace zen::fl::sim::detail
