@@ -15,6 +15,7 @@ const char* comm_op_name(CommOp op) noexcept {
     case CommOp::Broadcast: return "broadcast";
     case CommOp::Barrier: return "barrier";
     case CommOp::Allgather: return "allgather";
+    case CommOp::Alltoall: return "alltoall";
     case CommOp::Count: break;
   }
   return "?";
@@ -60,10 +61,12 @@ void Communicator::run_op(CommOp op, F&& body) {
   } catch (const Error& e) {
     failed_ = true;
     failure_ = e.what();
+    if (owner_) quarantine_.push_back(owner_);
     throw;
   } catch (const std::exception& e) {
     failed_ = true;
     failure_ = e.what();
+    if (owner_) quarantine_.push_back(owner_);
     fail(Result::SystemError, -1, e.what());
   }
   stats_.calls[static_cast<size_t>(op)]++;
@@ -124,14 +127,37 @@ void Communicator::allgatherv(const void* sbuf, size_t sbytes, void* rbuf, const
   });
 }
 
+void Communicator::do_allgather(const void* sbuf, size_t bytes, void* rbuf) {
+  const size_t n = static_cast<size_t>(size());
+  eq_counts_.assign(n, bytes);
+  eq_displs_.resize(n);
+  for (size_t p = 0; p < n; ++p) eq_displs_[p] = bytes * p;
+  do_allgatherv(sbuf, bytes, rbuf, eq_counts_.data(), eq_displs_.data());
+}
+
+void Communicator::do_alltoall(const void* sbuf, size_t bytes, void* rbuf) {
+  const size_t n = static_cast<size_t>(size());
+  eq_counts_.assign(n, bytes);
+  eq_displs_.resize(n);
+  for (size_t p = 0; p < n; ++p) eq_displs_[p] = bytes * p;
+  do_alltoallv(sbuf, eq_counts_.data(), eq_displs_.data(), rbuf, eq_counts_.data(), eq_displs_.data());
+}
+
 void Communicator::allgather(const void* sbuf, size_t bytes, void* rbuf) {
   const int n = size();
-  std::vector<size_t> counts(static_cast<size_t>(n), bytes), displs(static_cast<size_t>(n));
-  for (int p = 0; p < n; ++p) displs[p] = bytes * static_cast<size_t>(p);
   run_op(CommOp::Allgather, [&] {
-    do_allgatherv(sbuf, bytes, rbuf, counts.data(), displs.data());
+    do_allgather(sbuf, bytes, rbuf);
     stats_.sent[static_cast<size_t>(CommOp::Allgather)] += bytes * static_cast<uint64_t>(n - 1);
     stats_.recv[static_cast<size_t>(CommOp::Allgather)] += bytes * static_cast<uint64_t>(n - 1);
+  });
+}
+
+void Communicator::alltoall(const void* sbuf, size_t bytes, void* rbuf) {
+  const int n = size();
+  run_op(CommOp::Alltoall, [&] {
+    do_alltoall(sbuf, bytes, rbuf);
+    stats_.sent[static_cast<size_t>(CommOp::Alltoall)] += bytes * static_cast<uint64_t>(n - 1);
+    stats_.recv[static_cast<size_t>(CommOp::Alltoall)] += bytes * static_cast<uint64_t>(n - 1);
   });
 }
 

@@ -1,66 +1,186 @@
 // AGsparse baseline (PyTorch-Gloo sparse allreduce, Horovod IndexedSlices): allgather of the
 // per-rank entry counts, allgatherv of every rank's coalesced COO (wire index width from N/D),
-// then every rank sorts and sums all n contributions locally (rank order, one rounding).
-// See docs/algorithms.md, "allgather".
+// then every rank sums all n contributions locally (rank order, one rounding).
+// See docs/algorithms.md, "allgather". A plan: its workspace only grows, so steady-state calls
+// allocate nothing.
 #include <cstring>
 
-#include "baseline_util.hpp"
+#include "owner_stage.hpp"
+#include "plan_util.hpp"
 #include "zen/encode/coo.hpp"
+#include "zen/error.hpp"
 #include "zen/schemes/scheme.hpp"
 
 namespace zen {
 namespace {
 
+struct Workspace {
+  plan::Coalescer co;
+  std::vector<uint64_t> counts;
+  std::vector<size_t> bytes, displ;
+  std::vector<uint8_t> all;
+  std::vector<plan::KV> kv, kv_tmp;
+  plan::RadixSort sorter;
+  std::vector<uint64_t> present;  // dense output: rows seen so far; all zero between calls
+  bool present_dirty = false;
+};
+
+using plan::load_as;
+using plan::store_as;
+
 class Allgather final : public SparseAllreduce {
  public:
   Allgather(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
-      : SparseAllreduce(c, s, o), wire_(encode::wire_index_type(s.dense_len / s.row_width)) {}
+      : SparseAllreduce(c, s, o), wire_(encode::wire_index_type(s.dense_len / s.row_width)), ws_(std::make_shared<Workspace>()) {
+    holder_ = ws_;
+  }
   const char* name() const override { return "allgather"; }
 
  protected:
   void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
-    const int n = comm_.size();
-    const uint64_t R = spec_.dense_len / spec_.row_width;
-    report_.encoding = "coo";
-    baseline::Local loc = baseline::coalesce_input(in, spec_);
-    const uint64_t mine = loc.keys.size();
-    std::vector<uint64_t> counts;
-    {
-      Phase ph(*this, "counts");
-      counts = comm_.allgather_value(mine);
-    }
-    std::vector<size_t> bytes(n), displ(n);
-    size_t total = 0;
-    for (int p = 0; p < n; ++p) {
-      bytes[p] = encode::coo_bytes(counts[p], spec_.row_width, spec_.dtype, wire_);
-      displ[p] = total;
-      total += bytes[p];
-    }
-    std::vector<uint8_t> msg(bytes[comm_.rank()]);
-    encode::coo_encode(loc.keys.data(), loc.vals.data(), mine, spec_.row_width, spec_.dtype, wire_, msg.data());
-    std::vector<uint8_t> all(total);
-    {
-      Phase ph(*this, "allgatherv");
-      comm_.allgatherv(msg.data(), msg.size(), all.data(), bytes.data(), displ.data());
-    }
-    std::vector<int64_t> keys;
-    std::vector<uint8_t> vals;
-    keys.reserve(total);
-    for (int p = 0; p < n; ++p)
-      encode::coo_decode(all.data() + displ[p], bytes[p], R, spec_.row_width, spec_.dtype, wire_, keys, vals);
-    all.clear();
-    all.shrink_to_fit();
-    if (sparse_out) {
-      detail::write_sparse_result(std::move(keys), std::move(vals), spec_, *sparse_out);
-    } else {
-      SparseTensor t(spec_.dense_len, spec_.dtype, spec_.row_width);
-      detail::write_sparse_result(std::move(keys), std::move(vals), spec_, t);
-      detail::sparse_to_dense(t, dense_out);
-    }
+    dispatch_dtype(spec_.dtype, [&](auto tag) { run_typed<decltype(tag)>(in, sparse_out, dense_out); });
   }
 
  private:
+  template <typename T>
+  void run_typed(const SparseView& in, SparseTensor* sparse_out, void* dense_out) {
+    using A = typename accum_of<T>::type;
+    Workspace& w = *ws_;
+    detail::ThreadPool& tp = pool();
+    const int n = comm_.size(), me = comm_.rank();
+    const size_t un = static_cast<size_t>(n);
+    const uint64_t R = spec_.dense_len / spec_.row_width;
+    const size_t D = spec_.row_width, vs = sizeof(T), rb = D * vs, isz = index_size(wire_);
+    report_.encoding = "coo";
+    const plan::Coalesced loc = w.co.run(in, spec_, false, &tp);
+    const uint64_t mine = loc.k;
+    w.counts.resize(un);
+    {
+      Phase ph(*this, "counts");
+      comm_.allgather(&mine, sizeof(uint64_t), w.counts.data());
+    }
+    w.bytes.resize(un);
+    w.displ.resize(un);
+    size_t total = 0;
+    uint64_t entries = 0;
+    for (int p = 0; p < n; ++p) {
+      w.bytes[p] = static_cast<size_t>(w.counts[p]) * (isz + rb);
+      w.displ[p] = total;
+      total += w.bytes[p];
+      entries += w.counts[p];
+    }
+    uint8_t* all = plan::grow(w.all, total);
+    {
+      // Encode in place: this rank's block of the gather buffer.
+      uint8_t* msg = all + w.displ[me];
+      for (size_t i = 0; i < mine; ++i) plan::store_key(msg, i, isz, static_cast<uint64_t>(loc.keys[i]));
+      if (mine) std::memcpy(msg + mine * isz, loc.rows, mine * rb);
+    }
+    {
+      Phase ph(*this, "allgatherv");
+      comm_.allgatherv(all + w.displ[me], w.bytes[me], all, w.bytes.data(), w.displ.data());
+    }
+    Phase ph(*this, "reduce");
+    for (int p = 0; p < n; ++p) {
+      const uint8_t* keys = all + w.displ[p];
+      for (size_t i = 0; i < w.counts[p]; ++i)
+        if (plan::load_key(keys, i, isz) >= R)
+          ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " allgather: peer " + std::to_string(p) + " sent row " +
+                                              std::to_string(plan::load_key(keys, i, isz)) + " outside [0, " + std::to_string(R) + ")");
+    }
+    if (!sparse_out && std::is_same_v<A, T>) {
+      // Dense output: scatter every rank's rows in rank order (first copy, then add), each task
+      // owning a range of rows so that a row's sum order is always the rank order.
+      auto* d = static_cast<uint8_t*>(dense_out);
+      if (spec_.dense_len) plan::parallel_zero(d, spec_.dense_len * vs, &tp);
+      const size_t words = static_cast<size_t>((R + 63) / 64);
+      uint64_t* present = plan::grow(w.present, words);
+      if (w.present_dirty) std::memset(present, 0, words * sizeof(uint64_t));
+      w.present_dirty = true;
+      const int tasks = tp.tasks_for(entries * D, size_t{1} << 16);
+      tp.run(tasks, [&](int t) {
+        const uint64_t lo = (R * static_cast<uint64_t>(t) / static_cast<uint64_t>(tasks)) & ~uint64_t{63};
+        const uint64_t hi = t + 1 == tasks ? R : (R * static_cast<uint64_t>(t + 1) / static_cast<uint64_t>(tasks)) & ~uint64_t{63};
+        for (int p = 0; p < n; ++p) {
+          const uint8_t* keys = all + w.displ[p];
+          const uint8_t* rows = keys + w.counts[p] * isz;
+          for (size_t i = 0; i < w.counts[p]; ++i) {
+            const uint64_t row = plan::load_key(keys, i, isz);
+            if (row < lo || row >= hi) continue;
+            uint8_t* o = d + row * rb;
+            const uint8_t* v = rows + i * rb;
+            if (!plan::get_bit(present, row)) {
+              plan::set_bit(present, row);
+              std::memcpy(o, v, rb);
+            } else {
+              for (size_t c = 0; c < D; ++c) store_as<T>(o + c * vs, load_as<T>(o + c * vs) + load_as<T>(v + c * vs));
+            }
+          }
+        }
+        // Clear what this task set (touched-only).
+        for (int p = 0; p < n; ++p) {
+          const uint8_t* keys = all + w.displ[p];
+          for (size_t i = 0; i < w.counts[p]; ++i) {
+            const uint64_t row = plan::load_key(keys, i, isz);
+            if (row >= lo && row < hi) present[row >> 6] = 0;
+          }
+        }
+      });
+      w.present_dirty = false;
+      return;
+    }
+    // (row, offset of its value row) for every received entry in (rank, entry) order, stably sorted
+    // by row: equal rows are then summed in rank order.
+    plan::KV* kv = plan::grow(w.kv, entries);
+    {
+      size_t o = 0;
+      for (int p = 0; p < n; ++p) {
+        const uint8_t* keys = all + w.displ[p];
+        const size_t vbase = w.displ[p] + w.counts[p] * isz;
+        for (size_t i = 0; i < w.counts[p]; ++i) kv[o++] = plan::KV{plan::load_key(keys, i, isz), vbase + i * rb};
+      }
+    }
+    w.sorter.sort(w.kv, w.kv_tmp, entries, plan::bits_for(R), &tp);
+    kv = w.kv.data();
+    size_t k = 0;
+    for (size_t i = 0; i < entries; ++i) k += (i == 0 || kv[i].key != kv[i - 1].key);
+    report_.result_nnz = k;
+    auto emit = [&](uint8_t* dst, size_t i, size_t j) {  // sum of entries [i, j) (same row) into dst
+      if (j == i + 1) {
+        std::memcpy(dst, all + kv[i].val, rb);
+        return;
+      }
+      for (size_t c = 0; c < D; ++c) {
+        A acc = static_cast<A>(load_as<T>(all + kv[i].val + c * vs));
+        for (size_t e = i + 1; e < j; ++e) acc += static_cast<A>(load_as<T>(all + kv[e].val + c * vs));
+        store_as<T>(dst + c * vs, static_cast<T>(acc));
+      }
+    };
+    if (sparse_out) {
+      sparse_out->resize(k);
+      size_t o = 0;
+      for (size_t i = 0; i < entries;) {
+        size_t j = i + 1;
+        while (j < entries && kv[j].key == kv[i].key) ++j;
+        sparse_out->indices[o] = static_cast<int64_t>(kv[i].key);
+        emit(sparse_out->values.data() + o * rb, i, j);
+        ++o;
+        i = j;
+      }
+      return;
+    }
+    auto* d = static_cast<uint8_t*>(dense_out);
+    if (spec_.dense_len) plan::parallel_zero(d, spec_.dense_len * vs, &tp);
+    for (size_t i = 0; i < entries;) {
+      size_t j = i + 1;
+      while (j < entries && kv[j].key == kv[i].key) ++j;
+      emit(d + kv[i].key * rb, i, j);
+      i = j;
+    }
+  }
+
   IndexType wire_;
+  std::shared_ptr<Workspace> ws_;
 };
 
 }  // namespace

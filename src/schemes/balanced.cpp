@@ -1,11 +1,17 @@
 // Balanced Parallelism (Zen): hash partition -> push (alltoallv of COO) -> owner sums in compact
-// per-owner space -> pull (allgatherv of COO or hash bitmap + values). See docs/algorithms.md.
+// per-owner space -> pull (allgatherv of COO or hash bitmap + values) -> decode. See
+// docs/algorithms.md ("balanced") and docs/architecture.md ("A plan").
+//
+// The plan owns everything a call needs (hash table, push/pull buffers, owner accumulator, decode
+// scratch, cached pi / pi^-1 tables) in a workspace that only grows, so steady-state calls allocate
+// nothing; the stages run on the plan's thread pool. Equal keys of one rank are merged in the hash
+// table and pushed once (summed in ascending input order: the same bits whatever the thread count).
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <numeric>
 
-#include "zen/detail/parallel.hpp"
+#include "owner_stage.hpp"
+#include "plan_util.hpp"
 #include "zen/encode/bitmap.hpp"
 #include "zen/encode/coo.hpp"
 #include "zen/error.hpp"
@@ -17,18 +23,46 @@ namespace {
 
 // What every owner publishes before the pull (one small allgather).
 struct OwnerMeta {
-  uint64_t result_rows;   // K_i: positions in owner i's result
-  uint64_t pushed_rows;   // entries owner i received in the push (for push imbalance)
-  uint64_t encoding;      // 0 = COO positions, 1 = hash bitmap
+  uint64_t result_rows;  // K_i: positions in owner i's result
+  uint64_t pushed_rows;  // rows owner i received in the push (for push imbalance)
+  uint64_t encoding;     // 0 = COO positions, 1 = hash bitmap
 };
 
+// Tables of pi / pi^-1 over all R rows are built once they pay for themselves (the plan has evaluated
+// pi at least R/4 times) and while they stay below this many rows (4 bytes each).
+constexpr uint64_t kTableRows = uint64_t{1} << 24;
+
+struct Workspace {
+  HierarchicalHash hash;
+  HashPartition hp;
+  std::vector<uint64_t> scount, rcount;  // keys per peer
+  std::vector<size_t> sbytes, sdispl, rbytes, rdispl, pbytes, pdispl;
+  std::vector<uint8_t> sbuf, rbuf, all;
+  plan::OwnerState owner;
+  std::vector<plan::Segment> segs;
+  std::vector<float> dup_acc;     // 16-bit inputs with duplicates: fp32 sums per key
+  std::vector<OwnerMeta> meta;
+  OwnerMeta mine{};
+  std::vector<uint64_t> owner_k, owner_base, val_off;
+  std::vector<plan::KV> kv, kv_tmp;
+  plan::RadixSort sorter;
+  std::vector<uint32_t> fwd, inv;  // pi and pi^-1 over rows (when cached)
+  uint64_t pi_work = 0;
+  std::vector<uint64_t> loads_push;
+};
+
+using plan::load_as;
+using plan::store_as;
 
 class Balanced final : public SparseAllreduce {
  public:
   Balanced(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
       : SparseAllreduce(c, s, o),
         part_(Partitioner::make(s.dense_len / s.row_width, static_cast<uint32_t>(c.size()), opt_.seed)),
-        wire_(encode::wire_index_type(part_.owner_size(0))) {}
+        wire_(encode::wire_index_type(part_.owner_size(0))),
+        ws_(std::make_shared<Workspace>()) {
+    holder_ = ws_;
+  }
   const char* name() const override { return "balanced"; }
 
  protected:
@@ -37,265 +71,269 @@ class Balanced final : public SparseAllreduce {
   }
 
  private:
+  uint64_t rows() const { return spec_.dense_len / spec_.row_width; }
+  bool tables_ready() const { return !ws_->fwd.empty(); }
+
+  // Cache pi and pi^-1 over all rows once the plan has spent about that much work evaluating them.
+  void maybe_build_tables() {
+    Workspace& w = *ws_;
+    const uint64_t R = rows();
+    if (tables_ready() || R == 0 || R > kTableRows || w.pi_work < R / 4) return;
+    w.fwd.resize(R);
+    w.inv.resize(R);
+    pool().parallel_for(R, size_t{1} << 14, [&](size_t b, size_t e, int) {
+      for (size_t x = b; x < e; ++x) {
+        const uint64_t v = part_.permute(x);
+        w.fwd[x] = static_cast<uint32_t>(v);
+        w.inv[v] = static_cast<uint32_t>(x);
+      }
+    });
+  }
+  uint64_t global_row(uint32_t owner, uint64_t pos) const {
+    const uint64_t v = owner + static_cast<uint64_t>(part_.n_owners) * pos;
+    return tables_ready() ? ws_->inv[v] : part_.unpermute(v);
+  }
+
   template <typename T>
   void run_typed(const SparseView& in, SparseTensor* sparse_out, void* dense_out) {
     using A = typename accum_of<T>::type;
+    Workspace& w = *ws_;
+    detail::ThreadPool& tp = pool();
     const int n = comm_.size(), me = comm_.rank();
-    const size_t D = spec_.row_width, vs = sizeof(T), row_bytes = D * vs;
-    const size_t isz = index_size(wire_);
-    const size_t entry_bytes = isz + row_bytes;
+    const size_t un = static_cast<size_t>(n);
+    const size_t D = spec_.row_width, vs = sizeof(T), rb = D * vs;
+    const size_t isz = index_size(wire_), eb = isz + rb;
+    maybe_build_tables();
 
-    // 1. Hash partition.
-    HashPartition hp;
+    // 1. Hash partition: owner + position per entry, equal keys merged (smallest entry id kept).
+    HashPartition& hp = w.hp;
     {
       Phase ph(*this, "hash");
       HierarchicalHashConfig cfg;
       cfg.hash_functions = opt_.hash_functions;
       cfg.parallel_factor = opt_.parallel_factor;
       cfg.serial_fraction = opt_.serial_fraction;
-      cfg.threads = opt_.threads;
       cfg.seed = opt_.seed ^ (0x51ed2701ULL * static_cast<uint64_t>(me + 1));
-      hierarchical_partition(in, part_, cfg, hp);
+      w.hash.partition(in, part_, cfg, &tp, hp, tables_ready() ? w.fwd.data() : nullptr);
       report_.serial_overflows = hp.overflowed_owners;
+      w.pi_work += in.nnz;
     }
 
-    // 2. Counts (alltoall) and push (alltoallv of COO: owner-local positions + value rows).
-    std::vector<uint64_t> scount(n), rcount;
-    for (int p = 0; p < n; ++p) scount[p] = hp.count(static_cast<size_t>(p));
+    // 2. Counts (alltoall) and push buffer layout. The own segment stays local (count 0 to self).
+    w.scount.resize(un);
+    w.rcount.resize(un);
+    for (int p = 0; p < n; ++p) w.scount[p] = hp.count(static_cast<size_t>(p));
     {
       Phase ph(*this, "counts");
-      rcount = detail::alltoall_counts(comm_, scount);
+      comm_.alltoall(w.scount.data(), sizeof(uint64_t), w.rcount.data());
     }
-    std::vector<size_t> sbytes(n), sdispl(n), rbytes(n), rdispl(n);
+    w.sbytes.resize(un);
+    w.sdispl.resize(un);
+    w.rbytes.resize(un);
+    w.rdispl.resize(un);
     size_t stotal = 0, rtotal = 0;
     for (int p = 0; p < n; ++p) {
-      sbytes[p] = scount[p] * entry_bytes;
-      sdispl[p] = stotal;
-      stotal += sbytes[p];
-      rbytes[p] = rcount[p] * entry_bytes;
-      rdispl[p] = rtotal;
-      rtotal += rbytes[p];
+      w.sdispl[p] = stotal;
+      stotal += w.scount[p] * eb;
+      w.sbytes[p] = p == me ? 0 : w.scount[p] * eb;
+      w.rdispl[p] = rtotal;
+      w.rbytes[p] = p == me ? 0 : w.rcount[p] * eb;
+      rtotal += w.rbytes[p];
     }
-    std::vector<uint8_t> sbuf(stotal), rbuf(rtotal);
+    uint8_t* sbuf = plan::grow(w.sbuf, stotal);
+    uint8_t* rbuf = plan::grow(w.rbuf, rtotal);
+
+    // 3. Encode: per owner segment [K_p keys][K_p value rows]; merged duplicates summed in entry order.
     {
       Phase pe(*this, "encode");
-      const T* vals = static_cast<const T*>(in.values);
-      for (int p = 0; p < n; ++p) {
-        const size_t b = hp.offsets[p], cnt = hp.count(static_cast<size_t>(p));
-        uint8_t* keys = sbuf.data() + sdispl[p];
-        uint8_t* v = keys + cnt * isz;
-        for (size_t k = 0; k < cnt; ++k) {
-          const uint64_t pos = hp.pos[b + k];
-          if (isz == 4) {
-            uint32_t x = static_cast<uint32_t>(pos);
-            std::memcpy(keys + 4 * k, &x, 4);
-          } else {
-            std::memcpy(keys + 8 * k, &pos, 8);
+      const auto* vals = static_cast<const uint8_t*>(in.values);
+      const size_t K = hp.keys;
+      auto seg_of = [&](size_t k, uint32_t& p) {
+        p = static_cast<uint32_t>(std::upper_bound(hp.offsets.begin(), hp.offsets.begin() + n + 1, k) - hp.offsets.begin() - 1);
+        return k - hp.offsets[p];
+      };
+      auto key_at = [&](uint32_t p, size_t j) { return sbuf + w.sdispl[p] + j * isz; };
+      auto row_at = [&](uint32_t p, size_t j) { return sbuf + w.sdispl[p] + w.scount[p] * isz + j * rb; };
+      tp.parallel_for(K, size_t{1} << 12, [&](size_t b, size_t e, int) {
+        uint32_t p = 0;
+        size_t j = seg_of(b, p);
+        for (size_t k = b; k < e; ++k, ++j) {
+          while (j >= w.scount[p]) {
+            ++p;
+            j = 0;
           }
-          std::memcpy(v + k * row_bytes, vals + static_cast<size_t>(hp.entry[b + k]) * D, row_bytes);
+          const uint64_t q = hp.pos[k];
+          if (isz == 4) store_as<uint32_t>(key_at(p, j), static_cast<uint32_t>(q));
+          else store_as<uint64_t>(key_at(p, j), q);
+          std::memcpy(row_at(p, j), vals + static_cast<size_t>(hp.rep[k]) * rb, rb);  // the key's first entry
+        }
+      });
+      if (hp.duplicates) {
+        // Add the other occurrences, in ascending entry order: each task owns a range of keys and
+        // scans the entries in order (the sum's order never depends on the thread count).
+        const bool wide = !std::is_same_v<A, T>;
+        float* fa = wide ? plan::grow(w.dup_acc, K * D) : nullptr;
+        const int tasks = tp.tasks_for(in.nnz, size_t{1} << 14);
+        // Row address of key k in the push buffer (owner segments are in key order).
+        auto key_row = [&](size_t k) {
+          uint32_t p;
+          const size_t j = seg_of(k, p);
+          return row_at(p, j);
+        };
+        if (wide) {
+          tp.parallel_for(K, size_t{1} << 12, [&](size_t b, size_t e, int) {
+            for (size_t k = b; k < e; ++k) {
+              const uint8_t* src = vals + static_cast<size_t>(hp.rep[k]) * rb;
+              for (size_t c = 0; c < D; ++c) fa[k * D + c] = static_cast<float>(load_as<T>(src + c * vs));
+            }
+          });
+        }
+        tp.run(tasks, [&](int t) {
+          const size_t kb = detail::ThreadPool::chunk_begin(K, tasks, t), ke = detail::ThreadPool::chunk_begin(K, tasks, t + 1);
+          for (size_t i = 0; i < in.nnz; ++i) {
+            const size_t k = hp.key_of[i];
+            if (k < kb || k >= ke || hp.rep[k] == i) continue;
+            const uint8_t* src = vals + i * rb;
+            if (wide) {
+              for (size_t c = 0; c < D; ++c) fa[k * D + c] += static_cast<float>(load_as<T>(src + c * vs));
+            } else {
+              uint8_t* dst = key_row(k);
+              for (size_t c = 0; c < D; ++c) store_as<T>(dst + c * vs, load_as<T>(dst + c * vs) + load_as<T>(src + c * vs));
+            }
+          }
+        });
+        if (wide) {
+          tp.parallel_for(K, size_t{1} << 12, [&](size_t b, size_t e, int) {
+            for (size_t k = b; k < e; ++k) {
+              uint8_t* dst = key_row(k);
+              for (size_t c = 0; c < D; ++c) store_as<T>(dst + c * vs, static_cast<T>(fa[k * D + c]));
+            }
+          });
         }
       }
     }
     {
       Phase ph(*this, "push");
-      comm_.alltoallv(sbuf.data(), sbytes.data(), sdispl.data(), rbuf.data(), rbytes.data(), rdispl.data());
+      comm_.alltoallv(sbuf, w.sbytes.data(), w.sdispl.data(), rbuf, w.rbytes.data(), w.rdispl.data());
     }
-    sbuf.clear();
-    sbuf.shrink_to_fit();
 
-    // 3. Owner sums in compact per-owner space (positions 0..|I_me|-1), sources in rank order.
+    // 4. Owner sums in compact per-owner space (positions 0..|I_me|-1), sources in rank order; the
+    //    first contribution of a position is copied, later ones added (accumulation type).
     const uint64_t m = part_.owner_size(static_cast<uint32_t>(me));
-    uint64_t received = 0;
-    for (int p = 0; p < n; ++p) received += rcount[p];
-    std::vector<uint64_t> res_pos;
-    std::vector<T> res_val;
+    uint64_t received = 0, K = 0;
+    for (int p = 0; p < n; ++p) received += w.rcount[p];
     {
       Phase pa(*this, "aggregate");
-      auto key_at = [&](int src, size_t k) -> uint64_t {
-        const uint8_t* keys = rbuf.data() + rdispl[src];
-        if (isz == 4) {
-          uint32_t x;
-          std::memcpy(&x, keys + 4 * k, 4);
-          return x;
-        }
-        uint64_t x;
-        std::memcpy(&x, keys + 8 * k, 8);
-        return x;
-      };
-      // Value rows sit after 4- or 8-byte keys in a byte buffer: they may be unaligned for their
-      // type, so they are read with memcpy (plain loads after optimization).
-      auto val_at = [&](int src, size_t k) -> const uint8_t* {
-        return rbuf.data() + rdispl[src] + rcount[src] * isz + k * row_bytes;
-      };
-      auto load = [](const uint8_t* v, size_t c) {
-        T x;
-        std::memcpy(static_cast<void*>(&x), v + c * sizeof(T), sizeof(T));
-        return static_cast<A>(x);
-      };
-      for (int src = 0; src < n; ++src)
-        for (size_t k = 0; k < rcount[src]; ++k)
-          if (key_at(src, k) >= m)
-            ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " balanced push: peer " + std::to_string(src) +
-                                                " sent position " + std::to_string(key_at(src, k)) + " outside owner set of size " +
-                                                std::to_string(m) + " (ranks disagree on N or the h0 seed)");
-      // Dense compact accumulator over I_me (N/n rows, never N) unless that is huge compared with
-      // what was received; it is not zero-filled: the presence bitmap says which rows hold a value.
-      const bool dense_acc = m * D * sizeof(A) <= (size_t{512} << 20) && m <= 64 * received + 65536;
-      if (dense_acc) {
-        std::unique_ptr<A[]> acc(new A[m * D]);
-        std::vector<uint64_t> present((m + 63) / 64, 0);
-        for (int src = 0; src < n; ++src)
-          for (size_t k = 0; k < rcount[src]; ++k) {
-            const uint64_t q = key_at(src, k);
-            const uint8_t* v = val_at(src, k);
-            A* a = &acc[q * D];
-            if (!(present[q >> 6] >> (q & 63) & 1)) {
-              present[q >> 6] |= 1ULL << (q & 63);
-              for (size_t c = 0; c < D; ++c) a[c] = load(v, c);
-            } else {
-              for (size_t c = 0; c < D; ++c) a[c] += load(v, c);
-            }
-          }
-        for (size_t w = 0; w < present.size(); ++w) {
-          uint64_t x = present[w];
-          while (x) {
-            const uint64_t q = w * 64 + static_cast<uint64_t>(__builtin_ctzll(x));
-            x &= x - 1;
-            res_pos.push_back(q);
-            for (size_t c = 0; c < D; ++c) res_val.push_back(static_cast<T>(acc[q * D + c]));
-          }
-        }
-      } else {
-        // Sparse owner space (huge N): stable sort by position keeps the source-rank order of adds.
-        std::vector<std::pair<uint64_t, uint64_t>> items;  // (position, src<<40 | k)
-        items.reserve(received);
-        for (int src = 0; src < n; ++src)
-          for (size_t k = 0; k < rcount[src]; ++k) items.emplace_back(key_at(src, k), (static_cast<uint64_t>(src) << 40) | k);
-        std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-        std::vector<A> acc(D);
-        for (size_t i = 0; i < items.size();) {
-          const uint64_t q = items[i].first;
-          size_t j = i;
-          for (; j < items.size() && items[j].first == q; ++j) {
-            const uint8_t* v = val_at(static_cast<int>(items[j].second >> 40), items[j].second & ((1ULL << 40) - 1));
-            for (size_t c = 0; c < D; ++c) acc[c] = (j == i) ? load(v, c) : acc[c] + load(v, c);
-          }
-          res_pos.push_back(q);
-          for (size_t c = 0; c < D; ++c) res_val.push_back(static_cast<T>(acc[c]));
-          i = j;
-        }
-      }
+      w.segs.resize(un);
+      for (int p = 0; p < n; ++p) w.segs[p] = plan::Segment{p == me ? sbuf + w.sdispl[me] : rbuf + w.rdispl[p], w.rcount[p]};
+      K = plan::owner_accumulate<T>(w.owner, w.segs.data(), n, isz, D, m, tp, me, "balanced");
     }
-    rbuf.clear();
-    rbuf.shrink_to_fit();
 
-    // 4. Choose this owner's pull encoding and publish (K_i, pushed_i, encoding_i).
-    const uint64_t K = res_pos.size();
+    // 5. Choose this owner's pull encoding and publish (K_i, pushed_i, encoding_i).
     const size_t bitmap_b = encode::bitmap_bytes(m), coo_b = K * isz;
-    bool use_bitmap = opt_.pull == PullEncoding::Bitmap || (opt_.pull == PullEncoding::Auto && bitmap_b < coo_b);
-    OwnerMeta mine{K, received, use_bitmap ? 1u : 0u};
-    std::vector<OwnerMeta> meta;
+    const bool use_bitmap = opt_.pull == PullEncoding::Bitmap || (opt_.pull == PullEncoding::Auto && bitmap_b < coo_b);
+    w.mine = OwnerMeta{K, received, use_bitmap ? 1u : 0u};
+    w.meta.resize(un);
     {
       Phase ph(*this, "meta");
-      meta = comm_.allgather_value(mine);
+      comm_.allgather(&w.mine, sizeof(OwnerMeta), w.meta.data());
     }
-    std::vector<size_t> pbytes(n), pdispl(n);
+    w.pbytes.resize(un);
+    w.pdispl.resize(un);
+    w.loads_push.resize(un);
+    w.owner_k.resize(un);
     size_t ptotal = 0;
-    std::vector<uint64_t> pushed(n), results(n);
     int nbitmap = 0;
     for (int p = 0; p < n; ++p) {
       const uint64_t mp = part_.owner_size(static_cast<uint32_t>(p));
-      pbytes[p] = (meta[p].encoding ? encode::bitmap_bytes(mp) : meta[p].result_rows * isz) + meta[p].result_rows * row_bytes;
-      pdispl[p] = ptotal;
-      ptotal += pbytes[p];
-      pushed[p] = meta[p].pushed_rows;
-      results[p] = meta[p].result_rows;
-      nbitmap += meta[p].encoding ? 1 : 0;
+      w.pbytes[p] = (w.meta[p].encoding ? encode::bitmap_bytes(mp) : w.meta[p].result_rows * isz) + w.meta[p].result_rows * rb;
+      w.pdispl[p] = ptotal;
+      ptotal += w.pbytes[p];
+      w.loads_push[p] = w.meta[p].pushed_rows;
+      w.owner_k[p] = w.meta[p].result_rows;
+      nbitmap += w.meta[p].encoding ? 1 : 0;
     }
-    report_.push_imbalance = detail::imbalance(pushed);
-    report_.pull_imbalance = detail::imbalance(results);
+    report_.push_imbalance = detail::imbalance(w.loads_push);
+    report_.pull_imbalance = detail::imbalance(w.owner_k);
     report_.encoding = nbitmap == 0 ? "coo" : (nbitmap == n ? "bitmap" : "mixed");
+    uint8_t* all = plan::grow(w.all, ptotal);
 
-    // 5. Pull: allgatherv of every owner's (index encoding + values).
-    std::vector<uint8_t> mine_msg(pbytes[me]);
-    if (use_bitmap) {
-      encode::bitmap_encode(res_pos.data(), res_pos.size(), m, mine_msg.data());
-      if (K) std::memcpy(mine_msg.data() + bitmap_b, res_val.data(), K * row_bytes);
-    } else {
-      std::vector<int64_t> keys(res_pos.begin(), res_pos.end());
-      encode::coo_encode(keys.data(), res_val.data(), K, static_cast<uint32_t>(D), spec_.dtype, wire_, mine_msg.data());
+    // 6. Write this owner's message in place in the pull buffer (index part, then values in position
+    //    order); clears the presence bits.
+    {
+      Phase pe(*this, "encode");
+      plan::owner_write<T>(w.owner, isz, D, use_bitmap, all + w.pdispl[me], tp);
     }
-    std::vector<uint8_t> all(ptotal);
+
+    // 7. Pull: allgatherv of every owner's (index encoding + values), in place.
     {
       Phase ph(*this, "pull");
-      comm_.allgatherv(mine_msg.data(), mine_msg.size(), all.data(), pbytes.data(), pdispl.data());
+      comm_.allgatherv(all + w.pdispl[me], w.pbytes[me], all, w.pbytes.data(), w.pdispl.data());
     }
 
-    // 6. Decode every owner's part: positions -> global row indices (pi^-1), scatter or collect.
+    // 8. Decode: positions -> global rows (pi^-1), then scatter (dense) or sort (sparse).
     Phase ph(*this, "decode");
-    std::vector<std::vector<uint64_t>> pos_of(n);
-    std::vector<size_t> val_off(n);
+    w.owner_base.resize(un + 1);
+    w.val_off.resize(un);
+    w.owner_base[0] = 0;
     for (int p = 0; p < n; ++p) {
-      const uint8_t* msg = all.data() + pdispl[p];
+      const uint8_t* msg = all + w.pdispl[p];
       const uint64_t mp = part_.owner_size(static_cast<uint32_t>(p));
-      auto& P = pos_of[p];
-      if (meta[p].encoding) {
-        encode::bitmap_decode(msg, mp, P);
-        if (P.size() != meta[p].result_rows)
-          ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " balanced pull: owner " + std::to_string(p) +
-                                              " bitmap has " + std::to_string(P.size()) + " bits set but announced " +
-                                              std::to_string(meta[p].result_rows) + " rows");
-        val_off[p] = pdispl[p] + encode::bitmap_bytes(mp);
-      } else {
-        std::vector<int64_t> keys;
-        std::vector<uint8_t> dummy;
-        encode::coo_decode(msg, meta[p].result_rows * entry_bytes, mp, static_cast<uint32_t>(D), spec_.dtype, wire_, keys, dummy);
-        P.assign(keys.begin(), keys.end());
-        val_off[p] = pdispl[p] + meta[p].result_rows * isz;
-      }
+      const uint64_t Kp = w.meta[p].result_rows;
+      plan::check_pull_message(msg, w.meta[p].encoding != 0, mp, Kp, isz, me, p, "balanced");
+      w.val_off[p] = w.pdispl[p] + (w.meta[p].encoding ? encode::bitmap_bytes(mp) : Kp * isz);
+      w.owner_base[p + 1] = w.owner_base[p] + Kp;
     }
-    std::vector<uint64_t> base(n + 1, 0);
-    for (int p = 0; p < n; ++p) base[p + 1] = base[p] + pos_of[p].size();
-    const uint64_t total = base[n];
+    const uint64_t total = w.owner_base[un];
     report_.result_nnz = total;
-    const int threads = detail::resolve_threads(opt_.threads, total, 1u << 14);
-    // Walk the owners' positions in [b, e) of the concatenated result: f(global row, owner, k-th of owner).
-    auto for_range = [&](size_t b, size_t e, auto&& f) {
-      int p = static_cast<int>(std::upper_bound(base.begin(), base.end(), b) - base.begin()) - 1;
-      for (size_t g = b; g < e; ++g) {
-        while (g >= base[p + 1]) ++p;
-        const size_t k = g - base[p];
-        f(g, p, k, part_.index_at(static_cast<uint32_t>(p), pos_of[p][k]));
-      }
+    w.pi_work += total;
+    // f(global row, owner p, k-th row of p) for every result row of the owners in task t's share.
+    auto for_rows = [&](uint32_t p, auto&& f) {
+      plan::for_positions(all + w.pdispl[p], w.meta[p].encoding != 0, part_.owner_size(p), w.meta[p].result_rows, isz,
+                          [&](uint64_t q, uint64_t k) { f(global_row(p, q), k); });
+    };
+    const int tasks = std::min<int>(tp.tasks_for(total * D, size_t{1} << 15), n);
+    auto owners = [&](int t, auto&& g) {
+      const size_t b = detail::ThreadPool::chunk_begin(un, tasks, t), e = detail::ThreadPool::chunk_begin(un, tasks, t + 1);
+      for (size_t p = b; p < e; ++p) g(static_cast<uint32_t>(p));
     };
     if (!sparse_out) {
       // Dense output: zero the buffer, then each owner's rows land directly (owners are disjoint).
       auto* d = static_cast<uint8_t*>(dense_out);
-      if (spec_.dense_len) std::memset(d, 0, spec_.dense_len * vs);
-      detail::parallel_for(total, threads, [&](size_t b, size_t e, int) {
-        for_range(b, e, [&](size_t, int p, size_t k, uint64_t idx) {
-          std::memcpy(d + static_cast<size_t>(idx) * row_bytes, all.data() + val_off[p] + k * row_bytes, row_bytes);
+      if (spec_.dense_len) plan::parallel_zero(d, spec_.dense_len * vs, &tp);
+      tp.run(tasks, [&](int t) {
+        owners(t, [&](uint32_t p) {
+          const uint8_t* v = all + w.val_off[p];
+          for_rows(p, [&](uint64_t row, uint64_t k) { std::memcpy(d + row * rb, v + k * rb, rb); });
         });
       });
-    } else {
-      // Sparse output: global indices of every owner's rows, then one sort into ascending order.
-      std::vector<std::pair<int64_t, uint64_t>> rows(total);  // (index, value offset in `all`)
-      detail::parallel_for(total, threads, [&](size_t b, size_t e, int) {
-        for_range(b, e, [&](size_t g, int p, size_t k, uint64_t idx) {
-          rows[g] = {static_cast<int64_t>(idx), val_off[p] + k * row_bytes};
-        });
-      });
-      std::sort(rows.begin(), rows.end());
-      sparse_out->resize(total);
-      for (size_t k = 0; k < total; ++k) {
-        sparse_out->indices[k] = rows[k].first;
-        std::memcpy(sparse_out->values.data() + k * row_bytes, all.data() + rows[k].second, row_bytes);
-      }
+      return;
     }
+    // Sparse output: (row, value offset) pairs, radix-sorted by row.
+    plan::KV* kv = plan::grow(w.kv, total);
+    tp.run(tasks, [&](int t) {
+      owners(t, [&](uint32_t p) {
+        plan::KV* o = kv + w.owner_base[p];
+        const uint64_t base = w.val_off[p];
+        for_rows(p, [&](uint64_t row, uint64_t k) { o[k] = plan::KV{row, base + k * rb}; });
+      });
+    });
+    w.sorter.sort(w.kv, w.kv_tmp, total, plan::bits_for(rows()), &tp);
+    kv = w.kv.data();
+    sparse_out->resize(total);
+    int64_t* oi = sparse_out->indices.data();
+    uint8_t* ov = sparse_out->values.data();
+    tp.parallel_for(total, size_t{1} << 13, [&](size_t b, size_t e, int) {
+      for (size_t k = b; k < e; ++k) {
+        oi[k] = static_cast<int64_t>(kv[k].key);
+        std::memcpy(ov + k * rb, all + kv[k].val, rb);
+      }
+    });
   }
 
   Partitioner part_;
   IndexType wire_;
+  std::shared_ptr<Workspace> ws_;
 };
 
 }  // namespace

@@ -30,21 +30,6 @@ inline Local coalesce_input(const SparseView& in, const TensorSpec& spec) {
   return l;
 }
 
-/// The local rows as a dense buffer of N values: dense_out when given, else `scratch`.
-inline uint8_t* densify(const Local& loc, const TensorSpec& spec, void* dense_out, std::vector<uint8_t>& scratch) {
-  const uint64_t N = spec.dense_len;
-  const size_t vs = dtype_size(spec.dtype), rb = spec.row_width * vs;
-  uint8_t* buf = static_cast<uint8_t*>(dense_out);
-  if (!buf) {
-    scratch.resize(N * vs);
-    buf = scratch.data();
-  }
-  if (N) std::memset(buf, 0, N * vs);
-  for (size_t i = 0; i < loc.keys.size(); ++i)
-    std::memcpy(buf + static_cast<size_t>(loc.keys[i]) * rb, loc.vals.data() + i * rb, rb);
-  return buf;
-}
-
 using detail::imbalance;
 
 /// Start of part o when `total` items are split into n contiguous near-equal parts (the first
@@ -59,22 +44,31 @@ inline int mod(int a, int n) { return ((a % n) + n) % n; }
 inline bool get_bit(const uint8_t* bm, uint64_t i) { return (bm[i >> 3] >> (i & 7)) & 1u; }
 inline void set_bit(uint8_t* bm, uint64_t i) { bm[i >> 3] = static_cast<uint8_t>(bm[i >> 3] | (1u << (i & 7))); }
 
+/// Scratch of the ring helpers (kept by a plan so that a call allocates nothing).
+struct RingScratch {
+  std::vector<size_t> off;
+  std::vector<uint8_t> tmp;
+};
+
 /// Ring reduce-scatter then ring allgather, in place, over `count` elements of `elem` bytes split by
 /// ring_chunk_bytes. After the reduce-scatter rank r holds the reduced chunk r. combine(dst, src, k)
 /// folds k received elements into dst. Bytes per rank: sent (S - c_r) + (S - c_{r+1}),
 /// received (S - c_{r-1}) + (S - c_r).
 template <typename Combine>
-void ring_reduce_scatter(Communicator& c, uint8_t* buf, size_t count, size_t elem, Combine&& combine, int tag) {
+void ring_reduce_scatter(Communicator& c, uint8_t* buf, size_t count, size_t elem, Combine&& combine, int tag,
+                         RingScratch& rs) {
   const int n = c.size(), r = c.rank();
   if (n == 1) return;
-  std::vector<size_t> off(static_cast<size_t>(n) + 1, 0);
+  std::vector<size_t>& off = rs.off;
+  off.assign(static_cast<size_t>(n) + 1, 0);
   size_t maxc = 0;
   for (int i = 0; i < n; ++i) {
     const size_t b = ring_chunk_bytes(count, elem, n, i);
     off[i + 1] = off[i] + b;
     maxc = std::max(maxc, b);
   }
-  std::vector<uint8_t> tmp(maxc);
+  if (rs.tmp.size() < maxc) rs.tmp.resize(maxc);
+  std::vector<uint8_t>& tmp = rs.tmp;
   const int right = mod(r + 1, n), left = mod(r - 1, n);
   for (int s = 0; s < n - 1; ++s) {
     const int sc = mod(r - s - 1, n), rc = mod(r - s - 2, n);
@@ -84,10 +78,11 @@ void ring_reduce_scatter(Communicator& c, uint8_t* buf, size_t count, size_t ele
   }
 }
 
-inline void ring_allgather(Communicator& c, uint8_t* buf, size_t count, size_t elem, int tag) {
+inline void ring_allgather(Communicator& c, uint8_t* buf, size_t count, size_t elem, int tag, RingScratch& rs) {
   const int n = c.size(), r = c.rank();
   if (n == 1) return;
-  std::vector<size_t> off(static_cast<size_t>(n) + 1, 0);
+  std::vector<size_t>& off = rs.off;
+  off.assign(static_cast<size_t>(n) + 1, 0);
   for (int i = 0; i < n; ++i) off[i + 1] = off[i] + ring_chunk_bytes(count, elem, n, i);
   const int right = mod(r + 1, n), left = mod(r - 1, n);
   for (int s = 0; s < n - 1; ++s) {
@@ -104,14 +99,14 @@ inline void add_into(T* dst, const T* src, size_t k) {
 }
 
 /// Ring-OR of a presence bitmap of `bytes` bytes (the union of the supports), in place.
-inline void ring_or(Communicator& c, uint8_t* bm, size_t bytes, int tag) {
+inline void ring_or(Communicator& c, uint8_t* bm, size_t bytes, int tag, RingScratch& rs) {
   ring_reduce_scatter(
       c, bm, bytes, 1,
       [](uint8_t* d, const uint8_t* s, size_t k) {
         for (size_t i = 0; i < k; ++i) d[i] = static_cast<uint8_t>(d[i] | s[i]);
       },
-      tag);
-  ring_allgather(c, bm, bytes, 1, tag);
+      tag, rs);
+  ring_allgather(c, bm, bytes, 1, tag, rs);
 }
 
 /// Sparse result from a dense buffer and a presence bitmap over rows.

@@ -69,7 +69,25 @@ void SparseAllreduce::prepare(const SparseView& in) {
   }
 }
 
+detail::ThreadPool& SparseAllreduce::pool() {
+  if (!pool_)
+    pool_ = std::make_unique<detail::ThreadPool>(opt_.threads > 0 ? opt_.threads
+                                                                 : detail::default_plan_threads(comm_.ranks_on_node()));
+  return *pool_;
+}
+
+void SparseAllreduce::reset_report() {
+  report_.phases.clear();  // keeps its capacity: no allocation in steady state
+  report_.sent = report_.recv = 0;
+  report_.seconds = 0;
+  report_.push_imbalance = report_.pull_imbalance = 1.0;
+  report_.result_nnz = 0;
+  report_.encoding.clear();
+  report_.serial_overflows = 0;
+}
+
 void SparseAllreduce::execute_checked(const SparseView& in, SparseTensor* sparse_out, void* dense_out) {
+  Communicator::OwnerScope own(comm_, holder_);
   // A workspace that cannot be allocated is a clear error naming the rank and the scheme, not a bare
   // std::bad_alloc (the loopback runner / the caller then aborts the communicator).
   try {
@@ -86,17 +104,20 @@ void SparseAllreduce::execute_checked(const SparseView& in, SparseTensor* sparse
 }
 
 void SparseAllreduce::run(const SparseView& in, SparseTensor& out) {
-  report_ = SyncReport{};
+  reset_report();
   const double t0 = detail::seconds_now();
   prepare(in);
-  out = SparseTensor(spec_.dense_len, spec_.dtype, spec_.row_width);
+  // The caller's tensor keeps its storage (capacity) across calls.
+  out.dense_len = spec_.dense_len;
+  out.row_width = spec_.row_width;
+  out.dtype = spec_.dtype;
   execute_checked(in, &out, nullptr);
   report_.seconds = detail::seconds_now() - t0;
   report_.result_nnz = out.nnz();
 }
 
 void SparseAllreduce::run_dense(const SparseView& in, void* dense_out) {
-  report_ = SyncReport{};
+  reset_report();
   const double t0 = detail::seconds_now();
   prepare(in);
   execute_checked(in, nullptr, dense_out);

@@ -419,20 +419,12 @@ inline std::vector<Traffic> expected_traffic(const std::string& scheme, const Ca
       t[r].recv += 8 * (n - 1) + 24 * (n - 1);
       for (int o = 0; o < n; ++o)
         if (o != r) t[r].recv += Pb[o];
-      // push: sparse_ps pushes coalesced rows; balanced pushes every input entry (duplicates included)
-      if (bal) {
-        for (int64_t row : c.idx[r])
-          if (owner(row) != r) {
-            t[r].sent += e;
-            t[owner(row)].recv += e;
-          }
-      } else {
-        for (int64_t row : U[r])
-          if (owner(row) != r) {
-            t[r].sent += e;
-            t[owner(row)].recv += e;
-          }
-      }
+      // push: both push each distinct row once (balanced merges equal keys in its hash table)
+      for (int64_t row : U[r])
+        if (owner(row) != r) {
+          t[r].sent += e;
+          t[owner(row)].recv += e;
+        }
     }
   } else {
     ADD_FAILURE() << "no byte formula for scheme " << scheme;

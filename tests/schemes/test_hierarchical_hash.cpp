@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <random>
 
 #include "cases.hpp"
@@ -14,23 +16,31 @@ using namespace zen;
 
 namespace {
 
-// Every input entry id appears exactly once, in the segment of its h0 owner, with its position.
+// Every distinct index appears exactly once, in the segment of its h0 owner, with its position and
+// its smallest entry id as representative; every entry maps to its key; nothing is lost.
 void expect_exact_partition(const std::vector<int64_t>& idx, const Partitioner& part, const HashPartition& hp) {
-  ASSERT_EQ(hp.offsets.size(), part.n_owners + 1u);
-  ASSERT_EQ(hp.offsets.back(), idx.size());
-  std::vector<int> seen(idx.size(), 0);
+  ASSERT_GE(hp.offsets.size(), part.n_owners + 1u);
+  ASSERT_EQ(hp.offsets[part.n_owners], hp.keys);
+  std::map<int64_t, uint32_t> first;  // index -> smallest entry id
+  for (size_t e = 0; e < idx.size(); ++e) first.emplace(idx[e], static_cast<uint32_t>(e));
+  ASSERT_EQ(hp.keys, first.size());
+  EXPECT_EQ(hp.duplicates, first.size() != idx.size());
+  std::set<int64_t> seen;
   for (uint32_t p = 0; p < part.n_owners; ++p)
     for (size_t k = hp.offsets[p]; k < hp.offsets[p + 1]; ++k) {
-      const uint32_t e = hp.entry[k];
+      const uint32_t e = hp.rep[k];
       ASSERT_LT(e, idx.size());
-      ++seen[e];
+      ASSERT_TRUE(seen.insert(idx[e]).second) << "index " << idx[e] << " placed twice";
+      EXPECT_EQ(e, first.at(idx[e])) << "representative of index " << idx[e] << " is not its first entry";
       uint32_t o;
       uint64_t pos;
       part.locate(static_cast<uint64_t>(idx[e]), &o, &pos);
       ASSERT_EQ(o, p) << "entry " << e << " in the wrong owner segment";
       ASSERT_EQ(hp.pos[k], pos);
     }
-  for (size_t e = 0; e < idx.size(); ++e) ASSERT_EQ(seen[e], 1) << "entry " << e << " (index " << idx[e] << ")";
+  if (hp.duplicates) {
+    for (size_t e = 0; e < idx.size(); ++e) ASSERT_EQ(idx[hp.rep[hp.key_of[e]]], idx[e]) << "entry " << e;
+  }
   EXPECT_EQ(hp.parallel_placed + hp.serial_placed + hp.spilled, idx.size());
 }
 
@@ -60,10 +70,76 @@ TEST(HierarchicalHash, ManyThreadsCollidingKeysLoseNothing) {
       hierarchical_partition(view_of(idx, val, N), part, cfg, hp);
       SCOPED_TRACE("n=" + std::to_string(n) + " threads=" + std::to_string(threads));
       expect_exact_partition(idx, part, hp);
-      EXPECT_GT(hp.spilled, 0u);  // 400k entries over 5000 keys: the serial regions must overflow
-      EXPECT_GT(hp.overflowed_owners, 0u);
+      EXPECT_LE(hp.keys, 5002u);  // equal keys met in the table: each pushed once
     }
   }
+}
+
+TEST(HierarchicalHash, TinyRegionsSpillDistinctKeysWithoutLoss) {
+  const uint64_t N = 1u << 20;
+  std::mt19937_64 g(12);
+  std::vector<int64_t> idx(60000);
+  for (auto& x : idx) x = static_cast<int64_t>(g() % N);  // mostly distinct, some repeats
+  std::vector<float> val(idx.size(), 1.0f);
+  for (int threads : {1, 4}) {
+    auto part = Partitioner::make(N, 5, 7);
+    HierarchicalHashConfig cfg;
+    cfg.threads = threads;
+    cfg.parallel_factor = 0.02;
+    cfg.serial_fraction = 0.01;
+    cfg.hash_functions = 1;
+    HashPartition hp;
+    hierarchical_partition(view_of(idx, val, N), part, cfg, hp);
+    expect_exact_partition(idx, part, hp);
+    EXPECT_GT(hp.spilled, 0u);
+    EXPECT_GT(hp.overflowed_owners, 0u);
+  }
+}
+
+TEST(HierarchicalHash, ReusedTableGivesTheSameAnswerWhateverTheThreads) {
+  // One table object reused across calls of different sizes, pools of 1 and 4 threads: the keys,
+  // positions and representatives per owner are the same sets every time.
+  const uint64_t N = 300007;
+  auto part = Partitioner::make(N, 4, 5);
+  HierarchicalHash table;
+  detail::ThreadPool one(1), four(4);
+  std::mt19937_64 g(3);
+  for (int call = 0; call < 6; ++call) {
+    std::vector<int64_t> idx(static_cast<size_t>(2000 + 30000 * (call % 3)));
+    for (auto& x : idx) x = static_cast<int64_t>(g() % 20000);
+    std::vector<float> val(idx.size(), 1.0f);
+    HashPartition a, b;
+    table.partition(view_of(idx, val, N), part, HierarchicalHashConfig{}, &one, a);
+    expect_exact_partition(idx, part, a);
+    table.partition(view_of(idx, val, N), part, HierarchicalHashConfig{}, &four, b);
+    expect_exact_partition(idx, part, b);
+    for (uint32_t p = 0; p < 4; ++p) {
+      std::set<std::pair<uint64_t, uint32_t>> sa, sb;
+      for (size_t k = a.offsets[p]; k < a.offsets[p + 1]; ++k) sa.insert({a.pos[k], a.rep[k]});
+      for (size_t k = b.offsets[p]; k < b.offsets[p + 1]; ++k) sb.insert({b.pos[k], b.rep[k]});
+      EXPECT_EQ(sa, sb) << "owner " << p << " call " << call;
+    }
+  }
+}
+
+TEST(HierarchicalHash, OutOfRangeIndexIsAnErrorAndTheTableRecovers) {
+  const uint64_t N = 100;
+  auto part = Partitioner::make(N, 3, 1);
+  HierarchicalHash table;
+  detail::ThreadPool pool(2);
+  std::vector<int64_t> bad{5, 7, 100, 9};
+  std::vector<float> val(4, 1.0f);
+  HashPartition hp;
+  try {
+    table.partition(view_of(bad, val, N), part, HierarchicalHashConfig{}, &pool, hp);
+    ADD_FAILURE() << "index 100 of N = 100 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("index 100 at entry 2"), std::string::npos) << e.what();
+  }
+  std::vector<int64_t> good{5, 7, 99, 9, 5};
+  val.resize(5, 1.0f);
+  table.partition(view_of(good, val, N), part, HierarchicalHashConfig{}, &pool, hp);
+  expect_exact_partition(good, part, hp);
 }
 
 TEST(HierarchicalHash, IndexZeroAndTinyRegionsAndEmpty) {
@@ -79,7 +155,7 @@ TEST(HierarchicalHash, IndexZeroAndTinyRegionsAndEmpty) {
   expect_exact_partition(idx, part, hp);
   std::vector<int64_t> none;
   hierarchical_partition(view_of(none, val, N), part, cfg, hp);
-  EXPECT_EQ(hp.offsets.back(), 0u);
+  EXPECT_EQ(hp.keys, 0u);
 }
 
 TEST(HierarchicalHash, DefaultSizingKeepsSerialShareNearPaper) {
@@ -112,10 +188,10 @@ TEST(HierarchicalHash, DefaultSizingKeepsSerialShareNearPaper) {
 TEST(BalancedOverflow, ForcedSerialOverflowStaysExactAndIsReported) {
   for (int n : {1, 3, 4}) {
     test::Case c = test::make_case(test::case_kinds().front(), n, 0);
-    // Add many duplicates so the tiny regions overflow, and make them tiny.
+    // Many distinct keys (each twice) so the tiny regions overflow, and make them tiny.
     for (int r = 0; r < n; ++r)
-      for (int k = 0; k < 300; ++k) {
-        c.idx[r].push_back(static_cast<int64_t>(k % 7));
+      for (int k = 0; k < 600; ++k) {
+        c.idx[r].push_back(static_cast<int64_t>(k % 311));
         for (uint32_t d = 0; d < c.D; ++d) c.val[r].push_back(static_cast<double>((k % 5) - 2));
       }
     c.opt.parallel_factor = 0.01;

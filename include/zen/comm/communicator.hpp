@@ -6,10 +6,20 @@
 // Every operation has a timeout; every error names this rank, the peer (if any), the operation and
 // the communicator's sequence number. After an error the communicator refuses further use.
 // Every operation counts bytes sent and received (see docs/algorithms.md, "traffic accounting").
+//
+// Buffer ownership (memory safety on failure): an MPI collective cannot be withdrawn once started,
+// so after a timeout MPI may still read or write its buffers. Zen's plans therefore run their
+// operations inside an OwnerScope naming the object that owns the buffers (their workspace); when an
+// operation fails, the communicator keeps that owner alive until the communicator itself is
+// destroyed (and longer, deliberately leaked, if the backend still holds requests on it then).
+// Operations outside an OwnerScope work on caller memory; each backend documents how it keeps
+// caller memory safe (the MPI backend stages small messages and checks that every rank has entered
+// a large collective before starting it; see docs/reliability.md).
 #include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,7 +28,9 @@
 
 namespace zen {
 
-enum class CommOp : uint8_t { Send = 0, Recv, SendRecv, Alltoallv, Allgatherv, Allreduce, Broadcast, Barrier, Allgather, Count };
+enum class CommOp : uint8_t {
+  Send = 0, Recv, SendRecv, Alltoallv, Allgatherv, Allreduce, Broadcast, Barrier, Allgather, Alltoall, Count
+};
 const char* comm_op_name(CommOp op) noexcept;
 
 /// Bytes and calls per operation kind, for this rank.
@@ -42,6 +54,9 @@ class Communicator {
   virtual int size() const = 0;
   virtual const char* backend_name() const = 0;
   virtual MemSpace memory_space() const { return MemSpace::Host; }
+  /// Ranks of this communicator that share this rank's node (threads of one process for loopback,
+  /// MPI_COMM_TYPE_SHARED for MPI). Plans divide the node's cores by it to size their thread pools.
+  virtual int ranks_on_node() const { return 1; }
 
   /// Stream for device backends (a cudaStream_t); ignored by host backends.
   void set_stream(void* stream) { stream_ = stream; }
@@ -62,10 +77,13 @@ class Communicator {
   // ---- collectives (all counts and displacements in bytes, one entry per rank) ----
   void alltoallv(const void* sbuf, const size_t* scounts, const size_t* sdispls, void* rbuf, const size_t* rcounts,
                  const size_t* rdispls);
-  /// True allgatherv: rank p's `rcounts[p]` bytes land at rbuf + rdispls[p]; no padding.
+  /// True allgatherv: rank p's `rcounts[p]` bytes land at rbuf + rdispls[p]; no padding. In place
+  /// when sbuf == rbuf + rdispls[rank()] (the own block is already where it belongs).
   void allgatherv(const void* sbuf, size_t sbytes, void* rbuf, const size_t* rcounts, const size_t* rdispls);
   /// Every rank contributes `bytes`; rbuf receives size()*bytes, rank-major (host metadata exchange).
   void allgather(const void* sbuf, size_t bytes, void* rbuf);
+  /// Block p of `bytes` bytes (sbuf + p*bytes) goes to rank p; rbuf receives size()*bytes, rank-major.
+  void alltoall(const void* sbuf, size_t bytes, void* rbuf);
   /// In-place dense allreduce with the backend's native algorithm (MPI_Allreduce, ncclAllReduce, ...).
   void allreduce(void* buf, size_t count, DType dtype, ReduceOp op = ReduceOp::Sum);
   void broadcast(void* buf, size_t bytes, int root);
@@ -83,6 +101,23 @@ class Communicator {
   void abort(const std::string& reason);
   bool failed() const { return failed_; }
 
+  /// See "Buffer ownership" at the top of this header.
+  class OwnerScope {
+   public:
+    OwnerScope(Communicator& c, std::shared_ptr<void> owner) : c_(c), prev_(std::move(c.owner_)) {
+      c.owner_ = std::move(owner);
+    }
+    ~OwnerScope() { c_.owner_ = std::move(prev_); }
+    OwnerScope(const OwnerScope&) = delete;
+    OwnerScope& operator=(const OwnerScope&) = delete;
+
+   private:
+    Communicator& c_;
+    std::shared_ptr<void> prev_;
+  };
+  /// Owners kept alive because an operation on their buffers failed.
+  size_t quarantined() const { return quarantine_.size(); }
+
   const TrafficStats& stats() const { return stats_; }
   TrafficStats& stats() { return stats_; }
   uint64_t sequence() const { return seq_; }
@@ -96,6 +131,9 @@ class Communicator {
                             const size_t* rcounts, const size_t* rdispls) = 0;
   virtual void do_allgatherv(const void* sbuf, size_t sbytes, void* rbuf, const size_t* rcounts,
                              const size_t* rdispls) = 0;
+  /// Defaults: allgatherv / alltoallv with equal blocks (backends override with native calls).
+  virtual void do_allgather(const void* sbuf, size_t bytes, void* rbuf);
+  virtual void do_alltoall(const void* sbuf, size_t bytes, void* rbuf);
   virtual void do_allreduce(void* buf, size_t count, DType dtype, ReduceOp op) = 0;
   virtual void do_broadcast(void* buf, size_t bytes, int root) = 0;
   virtual void do_barrier() = 0;
@@ -104,6 +142,11 @@ class Communicator {
   /// Throw an error naming this rank, op, sequence number and (peer >= 0) the peer.
   [[noreturn]] void fail(Result code, int peer, const std::string& detail) const;
   CommOp current_op() const { return op_; }
+  /// The owner of the current operation's buffers (null: caller memory).
+  const std::shared_ptr<void>& owner() const { return owner_; }
+  /// Backends that must keep failed operations' owners alive past their own destruction take them
+  /// here (the communicator forgets them; the backend decides when, or whether, to release them).
+  std::vector<std::shared_ptr<void>> take_quarantine() { return std::move(quarantine_); }
 
   void* stream_ = nullptr;
   Ms timeout_{300000};
@@ -114,6 +157,9 @@ class Communicator {
   void check_peer(int peer) const;
 
   TrafficStats stats_;
+  std::shared_ptr<void> owner_;
+  std::vector<std::shared_ptr<void>> quarantine_;
+  std::vector<size_t> eq_counts_, eq_displs_;  // scratch of the default allgather/alltoall
   uint64_t seq_ = 0;
   CommOp op_ = CommOp::Barrier;
   bool failed_ = false;

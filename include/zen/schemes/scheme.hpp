@@ -9,11 +9,15 @@
 //    SparseTensor (indices ascending, int64), caller's choice.
 //  - 16-bit values are accumulated in fp32 and rounded once.
 //  - report(): bytes sent/received per rank and per phase, imbalance, chosen encodings.
+//  - a scheme object is a plan (CUB / Gloo style): it owns its workspace and its thread pool, and
+//    after its first call on a given size it allocates nothing on later calls of the same or a
+//    smaller size (balanced, allgather, sparse_ps, dense, dense_native; `out` keeps its capacity).
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "zen/comm/communicator.hpp"
+#include "zen/detail/thread_pool.hpp"
 #include "zen/tensor.hpp"
 
 namespace zen {
@@ -34,7 +38,7 @@ struct SchemeOptions {
   int hash_functions = 3;                   ///< k second-level hashes
   double parallel_factor = 2.0;             ///< r1 = factor * nnz (total over owners)
   double serial_fraction = 0.1;             ///< r2 = fraction * r1
-  int threads = 0;                          ///< CPU threads for hashing (0 = hardware concurrency)
+  int threads = 0;                          ///< CPU threads of the plan's pool (0 = cores / ranks on the node)
   bool validate = true;                     ///< check index ranges on input
   double sparcml_dense_switch = 0.0;        ///< density where SparCML switches to dense (0 = byte break-even)
   uint32_t block_size = 256;                ///< OmniReduce block size (elements)
@@ -94,13 +98,21 @@ class SparseAllreduce {
     double t0_;
   };
 
+  /// The plan's persistent thread pool (created at first use, see zen/detail/thread_pool.hpp).
+  detail::ThreadPool& pool();
+
   Communicator& comm_;
   TensorSpec spec_;
   SchemeOptions opt_;
   SyncReport report_;
+  /// Set by plans whose communication buffers live in a workspace they own: every call runs inside
+  /// a Communicator::OwnerScope on it, so a failed operation cannot leave MPI pointing at freed memory.
+  std::shared_ptr<void> holder_;
 
  private:
+  void reset_report();
   void prepare(const SparseView& in);
+  std::unique_ptr<detail::ThreadPool> pool_;
   void execute_checked(const SparseView& in, SparseTensor* sparse_out, void* dense_out);
 };
 

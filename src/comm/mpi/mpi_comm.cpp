@@ -1,11 +1,41 @@
+// MPI backend (docs/architecture.md, "MPI backend"; docs/reliability.md, "Timeouts").
+//
+// Data moves through MPI's own non-blocking collectives (MPI_Ialltoall(v), MPI_Iallgather(v),
+// MPI_Iallreduce, MPI_Ibcast), which pick their algorithms per size and rank count, send each
+// buffer once per peer and copy nothing on the way. A progress loop spins on MPI_Testall (Open MPI
+// advances collectives and large messages only inside MPI calls) and yields the core when the node
+// runs more ranks than it has cores; it never sleeps. Every wait loop also watches a pre-posted
+// receive for abort messages from peers, and checks the clock every 64 sweeps for the timeout.
+//
+// Memory safety on failure (an MPI collective cannot be withdrawn once started):
+//  - operations inside a Communicator::OwnerScope (zen's plans: their workspace) run directly on the
+//    owner's buffers; if one fails, the base class keeps the owner alive, and requests MPI still
+//    holds stay here as orphans (never freed; at destruction the owners are leaked if any remains);
+//  - operations on caller memory are staged through this communicator's own buffers when small
+//    (<= 64 KiB); large ones first check that every rank has entered the operation (a handshake of
+//    zero-byte messages, cancellable, that names a missing rank exactly like a timeout), then start
+//    the collective on the caller's buffer. If such a started collective still does not finish
+//    within the timeout (every rank entered it, so the transport itself is stuck), MPI would keep
+//    writing the caller's buffer after we return: the job is ended with MPI_Abort and the message,
+//    instead of returning.
+// Point-to-point sends are always buffered (copied) as the interface promises; receives into caller
+// memory are cancelled on timeout.
+#include <sched.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <memory>
+#include <climits>
+#include <condition_variable>
+#include <mutex>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include "zen/comm/mpi.hpp"
+#include "zen/detail/thread_pool.hpp"
 
 namespace zen::mpi {
 
@@ -27,13 +57,15 @@ Environment::~Environment() {
 
 namespace {
 
-constexpr int kCollTagBase = 16384;  // tags below are the user's point-to-point tags
-constexpr int kCollTags = 16383;     // collective tags are kCollTagBase + (seq mod kCollTags)
-constexpr int kDiagTag = kCollTagBase + kCollTags;  // 32767 (<= MPI_TAG_UB by the standard): presence check
+constexpr int kCollTagBase = 16384;                 // tags below are the user's point-to-point tags
+constexpr int kCollTags = 16382;                    // p2p collective tags: kCollTagBase + (seq mod kCollTags)
+constexpr int kDiagTag = kCollTagBase + kCollTags;  // 32766: presence check
+constexpr int kAbortTag = kDiagTag + 1;             // 32767 (<= MPI_TAG_UB by the standard): abort messages
+constexpr size_t kAbortBytes = 1024;
+constexpr size_t kStageLimit = size_t{64} << 10;    // caller-memory collectives up to this size are staged
 
-// Largest message one MPI request carries: MPI counts are int. Larger messages travel as several
-// consecutive requests with the same tag (MPI keeps their order). ZEN_MPI_MAX_MESSAGE_BYTES lowers
-// the limit (tests use it to exercise the split path with small buffers).
+// Largest message one MPI request or one native collective buffer carries: MPI counts are int.
+// ZEN_MPI_MAX_MESSAGE_BYTES lowers the limit (tests use it to exercise the large-message paths).
 size_t max_message_bytes() {
   static const size_t v = [] {
     size_t lim = size_t{1} << 30;
@@ -70,6 +102,16 @@ void reduce16(void* in, void* inout, int* len, MPI_Datatype*) {
   }
 }
 
+// Where the buffers of an operation live (decides how a failure is made memory-safe).
+enum class Mem { Owned, Staged, Caller };
+
+struct AbortHeader {
+  int32_t rank;
+  int32_t missing;  // >= 0: the sender gave up because that rank never took part (a timeout)
+  uint32_t len;
+  uint32_t pad;
+};
+
 class MpiComm final : public Communicator {
  public:
   explicit MpiComm(MPI_Comm comm) {
@@ -77,141 +119,511 @@ class MpiComm final : public Communicator {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
-  }
-  ~MpiComm() override {
-    if (!failed() && !pending_.empty()) {
-      try {
-        for (auto& ps : pending_) wait_all(ps->q);
-      } catch (const std::exception&) {
-        // A peer that never received: nothing more can be done at destruction.
-      }
+    MPI_Comm node;
+    if (MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+      MPI_Comm_size(node, &node_ranks_);
+      MPI_Comm_free(&node);
     }
-    pending_.clear();
-    for (auto& op : ops16_)
-      if (op != MPI_OP_NULL) MPI_Op_free(&op);
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    oversubscribed_ = node_ranks_ > std::max<long>(1, online);
+    if (const char* y = std::getenv("OMPI_MCA_mpi_yield_when_idle")) oversubscribed_ = oversubscribed_ || std::atoi(y) > 0;
+    stage_ = std::make_shared<Stage>();
+    abort_in_.resize(sizeof(AbortHeader) + kAbortBytes);
+    MPI_Irecv(abort_in_.data(), static_cast<int>(abort_in_.size()), MPI_BYTE, MPI_ANY_SOURCE, kAbortTag, comm_, &abort_rq_);
+  }
+
+  ~MpiComm() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized && !failed()) MPI_Comm_free(&comm_);
+    if (finalized) {
+      leak_everything();
+      return;
+    }
+    // Buffered sends: give them the timeout to complete, as a later call would.
+    if (!failed()) {
+      const auto deadline = std::chrono::steady_clock::now() + timeout_;
+      while (!pending_.empty() && std::chrono::steady_clock::now() < deadline) {
+        progress_sends();
+        if (oversubscribed_) sched_yield();
+      }
+    }
+    progress_sends();
+    if (abort_rq_ != MPI_REQUEST_NULL) {
+      MPI_Cancel(&abort_rq_);
+      int flag = 0;
+      for (int i = 0; i < 1000 && !flag; ++i) MPI_Test(&abort_rq_, &flag, MPI_STATUS_IGNORE);
+      if (!flag) orphans_.push_back(abort_rq_);
+      abort_rq_ = MPI_REQUEST_NULL;
+    }
+    bool outstanding = !pending_.empty();
+    for (auto& r : orphans_) {
+      int flag = 0;
+      if (r != MPI_REQUEST_NULL) MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+      outstanding = outstanding || !flag;
+    }
+    if (outstanding) {
+      // MPI still holds requests on our buffers (or on failed plans' workspaces): keep all of that
+      // memory alive for the rest of the process rather than let MPI write into freed memory.
+      leak_everything();
+      return;
+    }
+    for (auto& op : ops16_)
+      if (op != MPI_OP_NULL) MPI_Op_free(&op);
+    MPI_Comm_free(&comm_);
   }
+
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int ranks_on_node() const override { return node_ranks_; }
   const char* backend_name() const override { return "mpi"; }
 
  protected:
-  // Buffered (eager) send, as on the loopback backend: the bytes are copied and the call returns;
-  // MPI delivers them while later operations run. Two ranks that send to each other before
-  // receiving therefore never deadlock. Outstanding sends are completed by later calls and, at the
-  // latest, by the destructor (bounded by the timeout).
+  // ---------------- point to point ----------------
+  // Buffered (eager) send: the bytes are copied and the call returns; MPI delivers them while later
+  // operations run (two ranks that send to each other before receiving never deadlock). Outstanding
+  // sends are completed by later calls and, at the latest, by the destructor (bounded by the timeout).
   void do_send(const void* buf, size_t bytes, int peer, int tag) override {
     progress_sends();
-    auto ps = std::make_unique<PendingSend>();
-    ps->data.assign(static_cast<const uint8_t*>(buf), static_cast<const uint8_t*>(buf) + bytes);
-    isend(ps->q, ps->data.data(), bytes, peer, tag);
+    auto ps = take_send_buffer(bytes);
+    if (bytes) std::memcpy(ps->data.data(), buf, bytes);
+    q_.clear();
+    isend(ps->data.data(), bytes, peer, tag);
+    ps->rq.assign(q_.rq.begin(), q_.rq.end());
+    q_.clear();
     pending_.push_back(std::move(ps));
   }
+
   void do_recv(void* buf, size_t bytes, int peer, int tag) override {
-    Reqs q;
-    irecv(q, buf, bytes, peer, tag);
-    wait_all(q);
+    progress_sends();
+    const Mem m = owner() ? Mem::Owned : (bytes <= kStageLimit ? Mem::Staged : Mem::Caller);
+    void* dst = m == Mem::Staged ? stage_bytes(stage_->r, bytes) : buf;
+    q_.clear();
+    irecv(dst, bytes, peer, tag);
+    wait(m);
+    if (m == Mem::Staged && bytes) std::memcpy(buf, dst, bytes);
   }
+
   void do_sendrecv(const void* sbuf, size_t sbytes, int dst, void* rbuf, size_t rbytes, int src, int tag) override {
-    Reqs q;
-    irecv(q, rbuf, rbytes, src, tag);
-    isend(q, sbuf, sbytes, dst, tag);
-    wait_all(q);
+    progress_sends();
+    const bool owned = owner() != nullptr;
+    const Mem m = owned ? Mem::Owned : (rbytes <= kStageLimit ? Mem::Staged : Mem::Caller);
+    void* rdst = m == Mem::Staged ? stage_bytes(stage_->r, rbytes) : rbuf;
+    const void* ssrc = sbuf;
+    if (!owned) {  // the send part of caller memory goes from our own copy
+      void* s = stage_bytes(stage_->s, sbytes);
+      if (sbytes) std::memcpy(s, sbuf, sbytes);
+      ssrc = s;
+    }
+    q_.clear();
+    irecv(rdst, rbytes, src, tag);
+    isend(ssrc, sbytes, dst, tag);
+    wait(m);
+    if (m == Mem::Staged && rbytes) std::memcpy(rbuf, rdst, rbytes);
   }
+
+  // ---------------- collectives ----------------
   void do_alltoallv(const void* sbuf, const size_t* scounts, const size_t* sdispls, void* rbuf,
                     const size_t* rcounts, const size_t* rdispls) override {
-    const int tag = coll_tag();
-    Reqs q;
-    for (int k = 1; k < size_; ++k) {
-      int p = (rank_ - k + size_) % size_;
-      irecv(q, static_cast<uint8_t*>(rbuf) + rdispls[p], rcounts[p], p, tag);
-    }
-    for (int k = 1; k < size_; ++k) {
-      int p = (rank_ + k) % size_;
-      isend(q, static_cast<const uint8_t*>(sbuf) + sdispls[p], scounts[p], p, tag);
-    }
+    progress_sends();
     if (scounts[rank_] != rcounts[rank_])
-      fail(Result::InvalidArgument, rank_, "send count to self " + std::to_string(scounts[rank_]) + " != receive count from self " + std::to_string(rcounts[rank_]));
-    if (rcounts[rank_])
-      std::memmove(static_cast<uint8_t*>(rbuf) + rdispls[rank_], static_cast<const uint8_t*>(sbuf) + sdispls[rank_], rcounts[rank_]);
-    wait_all(q);
-  }
-  void do_allgatherv(const void* sbuf, size_t sbytes, void* rbuf, const size_t* rcounts, const size_t* rdispls) override {
+      fail(Result::InvalidArgument, rank_, "send count to self " + std::to_string(scounts[rank_]) +
+                                               " != receive count from self " + std::to_string(rcounts[rank_]));
     const int tag = coll_tag();
-    Reqs q;
-    for (int k = 1; k < size_; ++k) {
-      int p = (rank_ - k + size_) % size_;
-      irecv(q, static_cast<uint8_t*>(rbuf) + rdispls[p], rcounts[p], p, tag);
+    const auto* s = static_cast<const uint8_t*>(sbuf);
+    auto* r = static_cast<uint8_t*>(rbuf);
+    size_t stotal = 0, rtotal = 0;
+    for (int p = 0; p < size_; ++p) {
+      stotal = std::max(stotal, sdispls[p] + scounts[p]);
+      rtotal = std::max(rtotal, rdispls[p] + rcounts[p]);
     }
-    for (int k = 1; k < size_; ++k) isend(q, sbuf, sbytes, (rank_ + k) % size_, tag);
-    if (sbytes) std::memmove(static_cast<uint8_t*>(rbuf) + rdispls[rank_], sbuf, sbytes);
-    wait_all(q);
+    Mem m = Mem::Owned;
+    if (!owner()) {
+      // Send sizes differ per rank, so the decision to handshake cannot depend on them: every
+      // caller-memory alltoallv checks presence first (it is not on zen's fast path).
+      handshake();
+      m = std::max(stotal, rtotal) <= kStageLimit ? Mem::Staged : Mem::Caller;
+    }
+    if (m == Mem::Staged) {
+      uint8_t* ss = stage_bytes(stage_->s, stotal);
+      if (stotal) std::memcpy(ss, s, stotal);
+      s = ss;
+      r = stage_bytes(stage_->r, rtotal);
+    }
+    // A block of more than lim/n bytes travels point to point in pieces (both ends of a pair see the
+    // same block size, so they agree); the remaining blocks span at most lim bytes per side and go
+    // through one MPI_Ialltoallv (packed into our staging buffers if their span exceeds int).
+    const size_t lim = max_message_bytes(), blim = std::max<size_t>(1, lim / static_cast<size_t>(size_));
+    q_.clear();
+    icount_s_.assign(static_cast<size_t>(size_), 0);
+    icount_r_.assign(static_cast<size_t>(size_), 0);
+    idispl_s_.assign(static_cast<size_t>(size_), 0);
+    idispl_r_.assign(static_cast<size_t>(size_), 0);
+    bool big = false;
+    size_t slo = SIZE_MAX, shi = 0, rlo = SIZE_MAX, rhi = 0;
+    for (int p = 0; p < size_; ++p) {
+      if (scounts[p] > blim || rcounts[p] > blim) big = true;
+      if (scounts[p] && scounts[p] <= blim) slo = std::min(slo, sdispls[p]), shi = std::max(shi, sdispls[p] + scounts[p]);
+      if (rcounts[p] && rcounts[p] <= blim) rlo = std::min(rlo, rdispls[p]), rhi = std::max(rhi, rdispls[p] + rcounts[p]);
+    }
+    if (slo == SIZE_MAX) slo = shi = 0;
+    if (rlo == SIZE_MAX) rlo = rhi = 0;
+    const bool pack_s = big && shi - slo > lim, pack_r = big && rhi - rlo > lim;
+    const uint8_t* sbase = s + slo;
+    uint8_t* rbase = r + rlo;
+    if (pack_s) {
+      uint8_t* pk = stage_bytes(stage_->ps, static_cast<size_t>(size_) * blim);
+      size_t o = 0;
+      for (int p = 0; p < size_; ++p)
+        if (scounts[p] <= blim) {
+          if (scounts[p]) std::memcpy(pk + o, s + sdispls[p], scounts[p]);
+          icount_s_[p] = static_cast<int>(scounts[p]);
+          idispl_s_[p] = static_cast<int>(o);
+          o += scounts[p];
+        }
+      sbase = pk;
+    } else {
+      for (int p = 0; p < size_; ++p)
+        if (scounts[p] <= blim) {
+          icount_s_[p] = static_cast<int>(scounts[p]);
+          idispl_s_[p] = static_cast<int>(scounts[p] ? sdispls[p] - slo : 0);
+        }
+    }
+    size_t o = 0;
+    for (int p = 0; p < size_; ++p)
+      if (rcounts[p] <= blim) {
+        icount_r_[p] = static_cast<int>(rcounts[p]);
+        idispl_r_[p] = static_cast<int>(pack_r ? o : (rcounts[p] ? rdispls[p] - rlo : 0));
+        o += rcounts[p];
+      }
+    if (pack_r) rbase = stage_bytes(stage_->pr, o);
+    q_.rq.emplace_back();
+    q_.peer.push_back(-1);
+    q_.expect.push_back(kNoCheck);
+    check(MPI_Ialltoallv(sbase, icount_s_.data(), idispl_s_.data(), MPI_BYTE, rbase, icount_r_.data(), idispl_r_.data(),
+                         MPI_BYTE, comm_, &q_.rq.back()),
+          -1, "MPI_Ialltoallv");
+    if (big) {
+      for (int k = 1; k < size_; ++k) {
+        const int p = (rank_ - k + size_) % size_;
+        if (rcounts[p] > blim) irecv(r + rdispls[p], rcounts[p], p, tag);
+      }
+      for (int k = 1; k < size_; ++k) {
+        const int p = (rank_ + k) % size_;
+        if (scounts[p] > blim) isend(s + sdispls[p], scounts[p], p, tag);
+      }
+      if (scounts[rank_] > blim) std::memmove(r + rdispls[rank_], s + sdispls[rank_], scounts[rank_]);
+    }
+    wait(m);
+    if (pack_r) {
+      size_t off = 0;
+      for (int p = 0; p < size_; ++p)
+        if (rcounts[p] <= blim) {
+          if (rcounts[p]) std::memcpy(r + rdispls[p], rbase + off, rcounts[p]);
+          off += rcounts[p];
+        }
+    }
+    if (m == Mem::Staged)
+      for (int p = 0; p < size_; ++p)
+        if (rcounts[p]) std::memcpy(static_cast<uint8_t*>(rbuf) + rdispls[p], r + rdispls[p], rcounts[p]);
   }
+
+  void do_allgatherv(const void* sbuf, size_t sbytes, void* rbuf, const size_t* rcounts, const size_t* rdispls) override {
+    progress_sends();
+    const int tag = coll_tag();
+    auto* r = static_cast<uint8_t*>(rbuf);
+    const bool in_place = sbuf == r + rdispls[rank_];
+    size_t span = 0;
+    for (int p = 0; p < size_; ++p) span = std::max(span, rdispls[p] + rcounts[p]);
+    // Every rank knows every count: all decide alike.
+    const Mem m = owner() ? Mem::Owned : (span <= kStageLimit ? Mem::Staged : Mem::Caller);
+    if (m == Mem::Caller) handshake();
+    const void* s = sbuf;
+    if (m == Mem::Staged) {
+      uint8_t* st = stage_bytes(stage_->r, span);
+      if (sbytes) std::memcpy(st + rdispls[rank_], sbuf, sbytes);
+      r = st;
+      s = st + rdispls[rank_];
+    }
+    q_.clear();
+    if (span <= max_message_bytes()) {
+      icount_r_.resize(static_cast<size_t>(size_));
+      idispl_r_.resize(static_cast<size_t>(size_));
+      for (int p = 0; p < size_; ++p) {
+        icount_r_[p] = static_cast<int>(rcounts[p]);
+        idispl_r_[p] = static_cast<int>(rdispls[p]);
+      }
+      const bool place = in_place || m == Mem::Staged;
+      q_.rq.emplace_back();
+      q_.peer.push_back(-1);
+      q_.expect.push_back(kNoCheck);
+      check(MPI_Iallgatherv(place ? MPI_IN_PLACE : s, static_cast<int>(sbytes), MPI_BYTE, r, icount_r_.data(),
+                            idispl_r_.data(), MPI_BYTE, comm_, &q_.rq.back()),
+            -1, "MPI_Iallgatherv");
+    } else {
+      for (int k = 1; k < size_; ++k) {
+        const int p = (rank_ - k + size_) % size_;
+        irecv(r + rdispls[p], rcounts[p], p, tag);
+      }
+      for (int k = 1; k < size_; ++k) isend(s, sbytes, (rank_ + k) % size_, tag);
+      if (sbytes && s != r + rdispls[rank_]) std::memmove(r + rdispls[rank_], s, sbytes);
+    }
+    wait(m);
+    if (m == Mem::Staged)
+      for (int p = 0; p < size_; ++p)
+        if (rcounts[p] && (p != rank_ || !in_place)) std::memcpy(static_cast<uint8_t*>(rbuf) + rdispls[p], r + rdispls[p], rcounts[p]);
+  }
+
+  void do_allgather(const void* sbuf, size_t bytes, void* rbuf) override {
+    const size_t n = static_cast<size_t>(size_), total = bytes * n;
+    if (total > max_message_bytes()) {
+      Communicator::do_allgather(sbuf, bytes, rbuf);  // pieces over point to point
+      return;
+    }
+    progress_sends();
+    coll_tag();
+    const Mem m = owner() ? Mem::Owned : (total <= kStageLimit ? Mem::Staged : Mem::Caller);
+    if (m == Mem::Caller) handshake();
+    const void* s = sbuf;
+    void* r = rbuf;
+    if (m == Mem::Staged) {
+      s = stage_bytes(stage_->s, bytes);
+      if (bytes) std::memcpy(const_cast<void*>(s), sbuf, bytes);
+      r = stage_bytes(stage_->r, total);
+    }
+    q_.clear();
+    post_native(MPI_Iallgather(s, static_cast<int>(bytes), MPI_BYTE, r, static_cast<int>(bytes), MPI_BYTE, comm_, native_slot()),
+                "MPI_Iallgather");
+    wait(m);
+    if (m == Mem::Staged && total) std::memcpy(rbuf, r, total);
+  }
+
+  void do_alltoall(const void* sbuf, size_t bytes, void* rbuf) override {
+    const size_t n = static_cast<size_t>(size_), total = bytes * n;
+    if (bytes > max_message_bytes() / n) {
+      Communicator::do_alltoall(sbuf, bytes, rbuf);
+      return;
+    }
+    progress_sends();
+    coll_tag();
+    const Mem m = owner() ? Mem::Owned : (total <= kStageLimit ? Mem::Staged : Mem::Caller);
+    if (m == Mem::Caller) handshake();
+    const void* s = sbuf;
+    void* r = rbuf;
+    if (m == Mem::Staged) {
+      s = stage_bytes(stage_->s, total);
+      if (total) std::memcpy(const_cast<void*>(s), sbuf, total);
+      r = stage_bytes(stage_->r, total);
+    }
+    q_.clear();
+    post_native(MPI_Ialltoall(s, static_cast<int>(bytes), MPI_BYTE, r, static_cast<int>(bytes), MPI_BYTE, comm_, native_slot()),
+                "MPI_Ialltoall");
+    wait(m);
+    if (m == Mem::Staged && total) std::memcpy(rbuf, r, total);
+  }
+
   void do_allreduce(void* buf, size_t count, DType dtype, ReduceOp op) override {
+    progress_sends();
     coll_tag();
     if (size_ == 1 || count == 0) return;
-    // Counts beyond one request's limit run as consecutive native allreduces over slices.
-    const size_t es = dtype_size(dtype), per = std::max<size_t>(1, max_message_bytes() / es);
+    const size_t es = dtype_size(dtype), total = count * es;
+    const size_t per = std::max<size_t>(1, max_message_bytes() / es);
+    if (total > kStageLimit) {
+      // Large: Open MPI's blocking MPI_Allreduce (coll/tuned) is markedly faster than MPI_Iallreduce
+      // (libnbc). Every rank first shows it is here (the handshake: cancellable, names a missing
+      // rank); then the blocking call can only fail to finish if the transport itself is stuck, which
+      // the watchdog turns into a job abort with the message (a blocking call cannot be withdrawn).
+      handshake();
+      auto* b = static_cast<uint8_t*>(buf);
+      for (size_t off = 0; off < count; off += per) {
+        const size_t c = std::min(per, count - off);
+        Watch w(*this, "MPI_Allreduce");
+        check(MPI_Allreduce(MPI_IN_PLACE, b + off * es, static_cast<int>(c), mpi_type(dtype), mpi_op(dtype, op), comm_), -1,
+              "MPI_Allreduce");
+      }
+      return;
+    }
+    const Mem m = owner() ? Mem::Owned : Mem::Staged;
+    uint8_t* b = static_cast<uint8_t*>(buf);
+    if (m == Mem::Staged) {
+      b = stage_bytes(stage_->r, total);
+      std::memcpy(b, buf, total);
+    }
     for (size_t off = 0; off < count; off += per) {
       const size_t c = std::min(per, count - off);
-      Reqs q;
-      q.rq.emplace_back();
-      q.peers.push_back(-1);
-      q.expect.push_back(kNoCheck);  // a native collective: no size check, cannot be cancelled
-      check(MPI_Iallreduce(MPI_IN_PLACE, static_cast<uint8_t*>(buf) + off * es, static_cast<int>(c), mpi_type(dtype),
-                           mpi_op(dtype, op), comm_, &q.rq[0]),
-            -1, "MPI_Iallreduce");
-      wait_all(q);
+      q_.clear();
+      post_native(MPI_Iallreduce(MPI_IN_PLACE, b + off * es, static_cast<int>(c), mpi_type(dtype), mpi_op(dtype, op), comm_,
+                                 native_slot()),
+                  "MPI_Iallreduce");
+      wait(m);
     }
+    if (m == Mem::Staged) std::memcpy(buf, b, total);
   }
+
   void do_broadcast(void* buf, size_t bytes, int root) override {
-    const int tag = coll_tag();
-    Reqs q;
-    if (rank_ == root) {
-      for (int p = 0; p < size_; ++p)
-        if (p != root) isend(q, buf, bytes, p, tag);
-    } else {
-      irecv(q, buf, bytes, root, tag);
+    progress_sends();
+    coll_tag();
+    const Mem m = owner() ? Mem::Owned : (bytes <= kStageLimit ? Mem::Staged : Mem::Caller);
+    if (m == Mem::Caller) handshake();
+    uint8_t* b = static_cast<uint8_t*>(buf);
+    if (m == Mem::Staged) {
+      b = stage_bytes(stage_->r, bytes);
+      if (rank_ == root && bytes) std::memcpy(b, buf, bytes);
     }
-    wait_all(q);
+    const size_t lim = max_message_bytes();
+    size_t off = 0;
+    do {
+      const size_t c = std::min(lim, bytes - off);
+      q_.clear();
+      post_native(MPI_Ibcast(b + off, static_cast<int>(c), MPI_BYTE, root, comm_, native_slot()), "MPI_Ibcast");
+      wait(m, root);
+      off += c;
+    } while (off < bytes);
+    if (m == Mem::Staged && rank_ != root && bytes) std::memcpy(buf, b, bytes);
   }
+
   void do_barrier() override {
-    const int tag = coll_tag();
-    // Direct exchange of empty messages: a timeout names exactly the ranks that did not arrive.
-    Reqs q;
-    for (int k = 1; k < size_; ++k) irecv(q, nullptr, 0, (rank_ - k + size_) % size_, tag);
-    for (int k = 1; k < size_; ++k) isend(q, nullptr, 0, (rank_ + k) % size_, tag);
-    wait_all(q);
+    progress_sends();
+    p2p_barrier();
   }
-  void do_abort(const std::string& reason) override { (void)reason; }
+
+  // Tell every peer that this rank gave up (the reason travels in the message). Peers waiting in any
+  // operation see it at once and fail with RemoteError, unless the reason is a timeout naming a
+  // missing rank: that is no news to them (they wait for the same rank until their own deadline).
+  void do_abort(const std::string& reason) override {
+    if (aborted_sent_ || size_ == 1) return;
+    aborted_sent_ = true;
+    auto ps = take_send_buffer(sizeof(AbortHeader) + std::min(reason.size(), kAbortBytes));
+    AbortHeader h{rank_, timed_out_on_, static_cast<uint32_t>(std::min(reason.size(), kAbortBytes)), 0};
+    std::memcpy(ps->data.data(), &h, sizeof h);
+    std::memcpy(ps->data.data() + sizeof h, reason.data(), h.len);
+    ps->rq.clear();
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) continue;
+      ps->rq.emplace_back();
+      MPI_Isend(ps->data.data(), static_cast<int>(ps->data.size()), MPI_BYTE, p, kAbortTag, comm_, &ps->rq.back());
+    }
+    pending_.push_back(std::move(ps));
+  }
 
  private:
   static constexpr size_t kNoCheck = ~size_t{0};
   static constexpr size_t kSend = ~size_t{0} - 1;
-  // Outstanding requests of one operation: the peer of each (-1: native collective) and, for
-  // receives, the byte count the message must have (kSend marks sends).
+
+  // Requests of the operation in progress: the peer of each (-1: native collective) and, for
+  // receives, the byte count the message must have (kSend marks sends). Reused across calls.
   struct Reqs {
     std::vector<MPI_Request> rq;
-    std::vector<int> peers;
+    std::vector<int> peer;
     std::vector<size_t> expect;
+    void clear() {
+      rq.clear();
+      peer.clear();
+      expect.clear();
+    }
   };
-
   struct PendingSend {
-    Reqs q;
+    std::vector<MPI_Request> rq;
     std::vector<uint8_t> data;
   };
-  // Complete the buffered sends that MPI has finished with (MPI_Test also drives progress).
+  // Staging buffers for caller memory and packed blocks (shared so that a failure can keep them).
+  struct Stage {
+    std::vector<uint8_t> s, r, ps, pr;
+  };
+
+  // Watchdog of blocking MPI calls (started at the first one): if a call is still running at its
+  // deadline, print the error and end the process (mpirun then ends the job).
+  struct Watchdog {
+    std::thread th;
+    std::mutex m;
+    std::condition_variable cv;
+    bool armed = false, stop = false;
+    std::chrono::steady_clock::time_point deadline;
+    const char* what = "";
+    std::string prefix;
+    long long timeout_ms = 0;
+    ~Watchdog() {
+      if (!th.joinable()) return;
+      {
+        std::lock_guard<std::mutex> lk(m);
+        stop = true;
+      }
+      cv.notify_all();
+      th.join();
+    }
+    void loop() {
+      std::unique_lock<std::mutex> lk(m);
+      for (;;) {
+        cv.wait(lk, [&] { return stop || armed; });
+        if (stop) return;
+        if (cv.wait_until(lk, deadline, [&] { return stop || !armed; })) continue;
+        std::fprintf(stderr,
+                     "zen: fatal: %s %s: every rank had entered this operation, yet it did not finish within %lld ms: "
+                     "the transport is stuck and a blocking MPI call cannot be withdrawn, so zen ends the job (raise the "
+                     "timeout if the data is large for the link)\n",
+                     prefix.c_str(), what, timeout_ms);
+        std::fflush(stderr);
+        std::_Exit(75);
+      }
+    }
+  };
+  struct Watch {
+    MpiComm& c;
+    Watch(MpiComm& comm, const char* what) : c(comm) {
+      if (!c.dog_) c.dog_ = std::make_unique<Watchdog>();
+      Watchdog& d = *c.dog_;
+      {
+        std::lock_guard<std::mutex> lk(d.m);
+        d.deadline = std::chrono::steady_clock::now() + c.timeout_;
+        d.what = what;
+        d.timeout_ms = static_cast<long long>(c.timeout_.count());
+        if (d.prefix.empty()) d.prefix = "rank " + std::to_string(c.rank_) + "/" + std::to_string(c.size_) + " mpi";
+        d.armed = true;
+      }
+      if (!d.th.joinable()) d.th = std::thread([&d] { d.loop(); });
+      d.cv.notify_all();
+    }
+    ~Watch() {
+      Watchdog& d = *c.dog_;
+      {
+        std::lock_guard<std::mutex> lk(d.m);
+        d.armed = false;
+      }
+      d.cv.notify_all();
+    }
+  };
+
+  static uint8_t* stage_bytes(std::vector<uint8_t>& v, size_t bytes) {
+    if (v.size() < bytes) v.resize(bytes);
+    return v.data();
+  }
+
+  std::unique_ptr<PendingSend> take_send_buffer(size_t bytes) {
+    std::unique_ptr<PendingSend> ps;
+    if (!free_sends_.empty()) {
+      ps = std::move(free_sends_.back());
+      free_sends_.pop_back();
+    } else {
+      ps = std::make_unique<PendingSend>();
+    }
+    ps->data.resize(bytes);
+    return ps;
+  }
+
+  // Complete the buffered sends that MPI has finished with (MPI_Testall also drives progress).
   void progress_sends() {
-    for (auto it = pending_.begin(); it != pending_.end();) {
+    for (size_t i = 0; i < pending_.size();) {
       int flag = 0;
-      check(MPI_Testall(static_cast<int>((*it)->q.rq.size()), (*it)->q.rq.data(), &flag, MPI_STATUSES_IGNORE), -1,
+      auto& ps = pending_[i];
+      check(MPI_Testall(static_cast<int>(ps->rq.size()), ps->rq.data(), &flag, MPI_STATUSES_IGNORE), -1,
             "MPI_Testall (buffered sends)");
-      it = flag ? pending_.erase(it) : it + 1;
+      if (flag) {
+        free_sends_.push_back(std::move(ps));
+        pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
     }
   }
-  std::vector<std::unique_ptr<PendingSend>> pending_;
 
   int coll_tag() { return kCollTagBase + static_cast<int>((cseq_++) % kCollTags); }
 
@@ -222,105 +634,208 @@ class MpiComm final : public Communicator {
     MPI_Error_string(rc, msg, &len);
     fail(Result::SystemError, peer, std::string(what) + " failed: " + std::string(msg, static_cast<size_t>(len)));
   }
+
+  MPI_Request* native_slot() {
+    q_.rq.emplace_back();
+    q_.peer.push_back(-1);
+    q_.expect.push_back(kNoCheck);
+    return &q_.rq.back();
+  }
+  void post_native(int rc, const char* what) { check(rc, -1, what); }
+
   // A message of any size: split into requests of at most max_message_bytes() (both sides split the
   // same way; a size disagreement shows up as a size mismatch of some piece).
-  void isend(Reqs& q, const void* buf, size_t bytes, int peer, int tag) {
+  void isend(const void* buf, size_t bytes, int peer, int tag) {
     const size_t lim = max_message_bytes();
     size_t off = 0;
     do {
       const size_t b = std::min(lim, bytes - off);
-      q.rq.emplace_back();
-      q.peers.push_back(peer);
-      q.expect.push_back(kSend);
-      check(MPI_Isend(static_cast<const uint8_t*>(buf) + off, static_cast<int>(b), MPI_BYTE, peer, tag, comm_, &q.rq.back()),
+      q_.rq.emplace_back();
+      q_.peer.push_back(peer);
+      q_.expect.push_back(kSend);
+      check(MPI_Isend(static_cast<const uint8_t*>(buf) + off, static_cast<int>(b), MPI_BYTE, peer, tag, comm_, &q_.rq.back()),
             peer, "MPI_Isend");
       off += b;
     } while (off < bytes);
   }
-  void irecv(Reqs& q, void* buf, size_t bytes, int peer, int tag) {
+  void irecv(void* buf, size_t bytes, int peer, int tag) {
     const size_t lim = max_message_bytes();
     size_t off = 0;
     do {
       const size_t b = std::min(lim, bytes - off);
-      q.rq.emplace_back();
-      q.peers.push_back(peer);
-      q.expect.push_back(b);
-      check(MPI_Irecv(static_cast<uint8_t*>(buf) + off, static_cast<int>(b), MPI_BYTE, peer, tag, comm_, &q.rq.back()),
+      q_.rq.emplace_back();
+      q_.peer.push_back(peer);
+      q_.expect.push_back(b);
+      check(MPI_Irecv(static_cast<uint8_t*>(buf) + off, static_cast<int>(b), MPI_BYTE, peer, tag, comm_, &q_.rq.back()),
             peer, "MPI_Irecv");
       off += b;
     } while (off < bytes);
   }
 
-  // Wait for all requests until the deadline; received sizes are checked against q.expect. On
-  // timeout, name the peers whose requests are still pending (for a native collective: the peers
-  // that a presence check finds absent), cancel pending receives and fail.
-  void wait_all(Reqs& q) {
-    auto& rq = q.rq;
+  // Every rank of the communicator has entered this operation (zero-byte messages, cancellable):
+  // a missing rank is named exactly as a timeout names it, before any caller memory is handed to MPI.
+  void handshake() {
+    p2p_barrier();
+    // A peer that already gave up on this operation (its presence check reached us) will never take
+    // part: do not start a collective that cannot finish.
+    int flag = 0;
+    MPI_Status st;
+    MPI_Iprobe(MPI_ANY_SOURCE, kDiagTag, comm_, &flag, &st);
+    if (flag)
+      fail(Result::Timeout, st.MPI_SOURCE,
+           "rank " + std::to_string(st.MPI_SOURCE) + " timed out on this communicator before this rank arrived; "
+           "the operation was not started");
+  }
+
+  void p2p_barrier() {
+    const int tag = coll_tag();
+    q_.clear();
+    for (int k = 1; k < size_; ++k) irecv(nullptr, 0, (rank_ - k + size_) % size_, tag);
+    for (int k = 1; k < size_; ++k) isend(nullptr, 0, (rank_ + k) % size_, tag);
+    wait(Mem::Owned);  // zero-byte messages: nothing of the caller's is involved
+  }
+
+  // Drive the requests in q_ to completion. Never sleeps: spins on MPI_Testall (which runs MPI's
+  // progress engine), yields the core when oversubscribed, checks the abort message every sweep and
+  // the clock every 64 sweeps. `root` (>= 0) names the rank a rooted collective waits for.
+  void wait(Mem m, int root = -1) {
+    const int k = static_cast<int>(q_.rq.size());
+    if (k == 0) return;
+    st_.resize(static_cast<size_t>(k));
     const auto deadline = std::chrono::steady_clock::now() + timeout_;
-    std::vector<int> done(rq.size(), 0);
-    size_t remaining = rq.size();
-    unsigned spins = 0;
-    while (remaining > 0) {
-      for (size_t i = 0; i < rq.size(); ++i) {
-        if (done[i]) continue;
-        int flag = 0;
-        MPI_Status st;
-        int rc = MPI_Test(&rq[i], &flag, &st);
-        if (rc != MPI_SUCCESS) {
-          int cls = 0;
-          MPI_Error_class(rc, &cls);
-          if (cls == MPI_ERR_TRUNCATE)
-            fail(Result::InvalidUsage, q.peers[i], "peer sent more than the " + std::to_string(q.expect[i]) + " bytes this rank expected");
-          check(rc, q.peers[i], "MPI_Test");
-        }
-        if (!flag) continue;
-        done[i] = 1;
-        --remaining;
-        if (q.expect[i] != kSend && q.expect[i] != kNoCheck) {
+    for (uint32_t spin = 0;; ++spin) {
+      int flag = 0;
+      const int rc = MPI_Testall(k, q_.rq.data(), &flag, st_.data());
+      if (rc != MPI_SUCCESS) status_error(rc);
+      if (flag) {
+        for (int i = 0; i < k; ++i) {
+          const size_t want = q_.expect[static_cast<size_t>(i)];
+          if (want == kSend || want == kNoCheck) continue;
           int got = 0;
-          MPI_Get_count(&st, MPI_BYTE, &got);
-          if (static_cast<size_t>(got) != q.expect[i])
-            fail(Result::InvalidUsage, q.peers[i], "peer sent " + std::to_string(got) + " bytes, this rank expected " + std::to_string(q.expect[i]));
+          MPI_Get_count(&st_[static_cast<size_t>(i)], MPI_BYTE, &got);
+          if (static_cast<size_t>(got) != want)
+            fail(Result::InvalidUsage, q_.peer[static_cast<size_t>(i)],
+                 "peer sent " + std::to_string(got) + " bytes, this rank expected " + std::to_string(want));
         }
+        q_.clear();
+        return;
       }
-      if (remaining == 0) break;
-      if (std::chrono::steady_clock::now() > deadline) {
-        std::vector<int> direct;
-        bool native = false;
-        for (size_t i = 0; i < rq.size(); ++i) {
-          if (done[i]) continue;
-          if (q.peers[i] < 0) native = true;
-          else if (std::find(direct.begin(), direct.end(), q.peers[i]) == direct.end()) direct.push_back(q.peers[i]);
-        }
-        // Pending receives must not land in the caller's buffers after we return: cancel them.
-        for (size_t i = 0; i < rq.size(); ++i)
-          if (!done[i] && q.expect[i] != kSend && q.expect[i] != kNoCheck) {
-            MPI_Cancel(&rq[i]);
-            MPI_Wait(&rq[i], MPI_STATUS_IGNORE);
-          }
-        // Who is missing? A direct peer may itself be stuck waiting for another rank (rings, trees,
-        // native collectives), so ask everyone: the ranks that do not answer the presence check are
-        // the ones that did not take part. Name absent direct peers first, else the absent ranks.
-        const std::vector<int> absent = presence_check();
-        std::vector<int> named;
-        for (int p : direct)
-          if (std::find(absent.begin(), absent.end(), p) != absent.end()) named.push_back(p);
-        if (named.empty()) named = absent;
-        if (named.empty()) named = direct;
-        auto list = [](const std::vector<int>& v) {
-          std::string s;
-          for (int p : v) s += (s.empty() ? "" : ",") + std::to_string(p);
-          return s.empty() ? std::string("none") : s;
-        };
-        fail(Result::Timeout, named.empty() ? -1 : named[0],
-             "timed out after " + std::to_string(timeout_.count()) + " ms waiting for " +
-                 (native ? std::string("a native collective") : "peer(s) " + list(direct)) +
-                 "; presence check: no answer from rank(s) " + list(absent) + "; rank(s) " + list(named) +
-                 " did not take part");
-      }
-      if (++spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(spins > 4096 ? 200 : 20));
-      else std::this_thread::yield();
+      poll_abort();
+      if ((spin & 63) == 63 && std::chrono::steady_clock::now() > deadline) on_timeout(m, root);
+      if (oversubscribed_) sched_yield();
     }
+  }
+
+  // MPI_ERR_IN_STATUS: find the failing request (truncation = the peer sent more than expected).
+  void status_error(int rc) {
+    int cls = 0;
+    MPI_Error_class(rc, &cls);
+    if (cls == MPI_ERR_IN_STATUS) {
+      for (size_t i = 0; i < q_.rq.size(); ++i) {
+        const int e = st_[i].MPI_ERROR;
+        if (e == MPI_SUCCESS || e == MPI_ERR_PENDING) continue;
+        int c2 = 0;
+        MPI_Error_class(e, &c2);
+        if (c2 == MPI_ERR_TRUNCATE)
+          fail(Result::InvalidUsage, q_.peer[i], "peer sent more than the " + std::to_string(q_.expect[i]) + " bytes this rank expected");
+        check(e, q_.peer[i], "MPI request");
+      }
+    }
+    if (cls == MPI_ERR_TRUNCATE) fail(Result::InvalidUsage, -1, "a peer sent more bytes than this rank expected");
+    check(rc, -1, "MPI_Testall");
+  }
+
+  // An abort message from a peer: fail at once (a timeout abort is no news: keep waiting).
+  void poll_abort() {
+    if (abort_rq_ == MPI_REQUEST_NULL) return;
+    int flag = 0;
+    MPI_Status st;
+    MPI_Test(&abort_rq_, &flag, &st);
+    if (!flag) return;
+    AbortHeader h{};
+    std::memcpy(&h, abort_in_.data(), sizeof h);
+    const std::string reason(reinterpret_cast<const char*>(abort_in_.data()) + sizeof h, std::min<size_t>(h.len, kAbortBytes));
+    abort_rq_ = MPI_REQUEST_NULL;
+    if (h.missing >= 0) {
+      // Re-arm: more messages may follow (another rank's real error).
+      MPI_Irecv(abort_in_.data(), static_cast<int>(abort_in_.size()), MPI_BYTE, MPI_ANY_SOURCE, kAbortTag, comm_, &abort_rq_);
+      return;
+    }
+    orphan_pending();
+    fail(Result::RemoteError, h.rank, "rank " + std::to_string(h.rank) + " aborted (" + reason + ")");
+  }
+
+  // Pending requests of a failed owned/staged operation stay with MPI; the memory they use is kept.
+  void orphan_pending() {
+    for (size_t i = 0; i < q_.rq.size(); ++i) {
+      if (q_.rq[i] == MPI_REQUEST_NULL) continue;
+      int flag = 0;
+      MPI_Test(&q_.rq[i], &flag, MPI_STATUS_IGNORE);
+      if (!flag) orphans_.push_back(q_.rq[i]);
+    }
+    q_.clear();
+  }
+
+  void on_timeout(Mem m, int root) {
+    // Which requests are still pending (MPI_Test completes the finished ones individually)?
+    std::vector<int> direct;
+    bool native = false;
+    for (size_t i = 0; i < q_.rq.size(); ++i) {
+      int flag = 0;
+      if (q_.rq[i] != MPI_REQUEST_NULL) MPI_Test(&q_.rq[i], &flag, MPI_STATUS_IGNORE);
+      if (q_.rq[i] == MPI_REQUEST_NULL) continue;  // completed
+      if (q_.peer[i] < 0) native = true;
+      else if (std::find(direct.begin(), direct.end(), q_.peer[i]) == direct.end()) direct.push_back(q_.peer[i]);
+      // Pending receives must not land in buffers after we return: withdraw them.
+      if (q_.expect[i] != kSend && q_.expect[i] != kNoCheck) MPI_Cancel(&q_.rq[i]);
+    }
+    if (root >= 0 && native && std::find(direct.begin(), direct.end(), root) == direct.end()) direct.push_back(root);
+    // Who is missing? A direct peer may itself be stuck waiting for another rank (rings, trees,
+    // native collectives), so ask everyone: the ranks that do not answer the presence check are
+    // the ones that did not take part. Name absent direct peers first, else the absent ranks.
+    const std::vector<int> absent = presence_check();
+    std::vector<int> named;
+    for (int p : direct)
+      if (std::find(absent.begin(), absent.end(), p) != absent.end()) named.push_back(p);
+    if (named.empty()) named = absent;
+    if (named.empty()) named = direct;
+    auto list = [](const std::vector<int>& v) {
+      std::string s;
+      for (int p : v) s += (s.empty() ? "" : ",") + std::to_string(p);
+      return s.empty() ? std::string("none") : s;
+    };
+    const std::string what = "timed out after " + std::to_string(timeout_.count()) + " ms waiting for " +
+                             (native ? std::string("a native collective") : "peer(s) " + list(direct)) +
+                             "; presence check: no answer from rank(s) " + list(absent) + "; rank(s) " + list(named) +
+                             " did not take part";
+    // What MPI still holds after the cancellations had the presence check's time to complete.
+    bool caller_held = false;
+    for (size_t i = 0; i < q_.rq.size(); ++i) {
+      if (q_.rq[i] == MPI_REQUEST_NULL) continue;
+      int flag = 0;
+      MPI_Test(&q_.rq[i], &flag, MPI_STATUS_IGNORE);
+      if (flag) continue;
+      if (m == Mem::Caller) caller_held = true;
+      orphans_.push_back(q_.rq[i]);
+    }
+    q_.clear();
+    timed_out_on_ = named.empty() ? -1 : named[0];
+    if (caller_held)
+      escalate(what + ". Every rank had entered this operation, yet it did not finish: MPI cannot withdraw a "
+                      "started operation from the caller's buffer, so zen ends the job instead of returning while "
+                      "MPI may still write it (raise the timeout if the data is large for the link)");
+    fail(Result::Timeout, named.empty() ? -1 : named[0], what);
+  }
+
+  [[noreturn]] void escalate(const std::string& why) {
+    try {
+      fail(Result::Timeout, -1, why);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "zen: fatal: %s\n", e.what());
+      std::fflush(stderr);
+    }
+    MPI_Abort(comm_, 75);
+    std::abort();
   }
 
   // After a timeout: this rank sends its collective sequence number to every peer (tag kDiagTag) and
@@ -328,8 +843,7 @@ class MpiComm final : public Communicator {
   // so the peers not heard from are the ones that did not take part. Costs nothing unless a timeout
   // happens; detection takes 1.5x the timeout.
   std::vector<int> presence_check() {
-    const uint64_t my = seq_of_current();
-    diag_out_ = my;
+    diag_out_ = cseq_;
     diag_in_.assign(static_cast<size_t>(size_), ~0ULL);
     std::vector<MPI_Request> rs, rr(static_cast<size_t>(size_), MPI_REQUEST_NULL);
     for (int p = 0; p < size_; ++p) {
@@ -347,8 +861,17 @@ class MpiComm final : public Communicator {
         if (heard[p]) continue;
         int flag = 0;
         MPI_Test(&rr[p], &flag, MPI_STATUS_IGNORE);
-        if (flag) { heard[p] = 1; --left; }
+        if (flag) {
+          heard[p] = 1;
+          --left;
+        }
       }
+      // Keep the other pending requests moving too (and the abort watch).
+      for (auto& q : q_.rq)
+        if (q != MPI_REQUEST_NULL) {
+          int f = 0;
+          MPI_Test(&q, &f, MPI_STATUS_IGNORE);
+        }
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     std::vector<int> missing;
@@ -356,13 +879,27 @@ class MpiComm final : public Communicator {
       if (!heard[p]) {
         missing.push_back(p);
         MPI_Cancel(&rr[p]);
-        MPI_Wait(&rr[p], MPI_STATUS_IGNORE);
+        int flag = 0;
+        for (int i = 0; i < 1000 && !flag; ++i) MPI_Test(&rr[p], &flag, MPI_STATUS_IGNORE);
+        if (!flag) orphans_.push_back(rr[p]);
       }
     }
     for (auto& r : rs) MPI_Request_free(&r);  // 8-byte eager sends; diag_out_ lives as long as the communicator
     return missing;
   }
-  uint64_t seq_of_current() const { return cseq_; }
+
+  void leak_everything() {
+    // Deliberately never freed: MPI may still hold requests on any of these.
+    auto* keep = new std::vector<std::shared_ptr<void>>(take_quarantine());
+    keep->push_back(stage_);
+    (void)keep;
+    auto* sends = new std::vector<std::unique_ptr<PendingSend>>(std::move(pending_));
+    (void)sends;
+    auto* abort_buf = new std::vector<uint8_t>(std::move(abort_in_));
+    (void)abort_buf;
+    auto* diag = new std::vector<uint64_t>(std::move(diag_in_));
+    (void)diag;
+  }
 
   MPI_Op mpi_op(DType t, ReduceOp op) {
     if (t == DType::F32 || t == DType::F64)
@@ -380,11 +917,23 @@ class MpiComm final : public Communicator {
   }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, node_ranks_ = 1;
+  bool oversubscribed_ = false;
   uint64_t cseq_ = 0;
+  Reqs q_;
+  std::vector<MPI_Status> st_;
+  std::vector<int> icount_s_, icount_r_, idispl_s_, idispl_r_;
+  std::shared_ptr<Stage> stage_;
+  std::vector<std::unique_ptr<PendingSend>> pending_, free_sends_;
+  std::vector<MPI_Request> orphans_;
+  MPI_Request abort_rq_ = MPI_REQUEST_NULL;
+  std::vector<uint8_t> abort_in_;
+  bool aborted_sent_ = false;
+  int timed_out_on_ = -1;
   uint64_t diag_out_ = 0;
   std::vector<uint64_t> diag_in_;
   MPI_Op ops16_[6] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
+  std::unique_ptr<Watchdog> dog_;
 };
 
 }  // namespace

@@ -1,0 +1,276 @@
+// Hierarchical hashing with source-side merging of equal keys (see zen/hash/hierarchical.hpp).
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "zen/error.hpp"
+#include "zen/hash/hierarchical.hpp"
+
+namespace zen {
+
+namespace {
+constexpr uint32_t kEmpty = 0xFFFFFFFFu;
+constexpr uint32_t kTail = 0xFFFFFFFFu;  // slot_of: the entry is in the serial region or the spill
+constexpr uint32_t kBad = 0xFFFFFFFEu;   // slot_of: index out of range
+}  // namespace
+
+struct HierarchicalHash::Impl {
+  std::unique_ptr<std::atomic<uint32_t>[]> par;  // parallel regions; all EMPTY between calls
+  size_t par_cap = 0;
+  bool par_dirty = false;  // a call ended early: clear everything before the next one
+  std::vector<uint32_t> ser;
+  std::unique_ptr<std::atomic<uint64_t>[]> cnt;
+  size_t cnt_cap = 0;
+  std::vector<uint64_t> epos;      // per entry: owner-local position
+  std::vector<uint32_t> slot_of;   // per entry: parallel slot id, kTail or kBad
+  std::vector<uint32_t> slot_key;  // per parallel slot: key id (valid for occupied slots after compaction)
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> spill;  // per task: (owner, entry)
+  std::vector<std::vector<uint32_t>> tail;                         // per owner: serial + spilled entries
+  std::vector<size_t> kpar, ktail;                                 // per owner: keys in parallel region / tail
+  std::vector<uint8_t> spilled_owner;
+  std::vector<uint64_t> task_par, task_ser, task_bad;
+  std::vector<uint8_t> task_dup;
+};
+
+HierarchicalHash::HierarchicalHash() : impl_(std::make_unique<Impl>()) {}
+HierarchicalHash::~HierarchicalHash() = default;
+
+void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, const HierarchicalHashConfig& cfg,
+                                 detail::ThreadPool* pool, HashPartition& out, const uint32_t* fwd) {
+  Impl& s = *impl_;
+  const size_t nnz = in.nnz;
+  const uint32_t n = part.n_owners;
+  const uint64_t R = part.n_items;
+  ZEN_ENFORCE(nnz < 0x7FFFFFFFull, "hierarchical hashing: " + std::to_string(nnz) + " entries exceed 2^31-1 per call");
+  ZEN_ENFORCE(cfg.hash_functions >= 1 && cfg.hash_functions <= 16,
+              "hierarchical hashing: hash function count " + std::to_string(cfg.hash_functions) + " outside [1, 16]");
+  const double r1 = std::max(0.0, cfg.parallel_factor) * static_cast<double>(nnz);
+  size_t cap1 = std::max<size_t>(16, static_cast<size_t>(std::ceil(r1 / n)));
+  while (static_cast<uint64_t>(cap1) * n >= 0x7FFFFFF0ull && cap1 > 16) cap1 /= 2;  // slot ids fit 31 bits
+  const size_t cap2 = std::max<size_t>(8, static_cast<size_t>(std::ceil(r1 * cfg.serial_fraction / n)));
+  const size_t nslots = cap1 * n;
+
+  // Storage (grow only). A grown or dirty table is reset to EMPTY once.
+  if (s.par_cap < nslots || s.par_dirty) {
+    if (s.par_cap < nslots) {
+      s.par.reset(new std::atomic<uint32_t>[nslots]);
+      s.par_cap = nslots;
+    }
+    for (size_t i = 0; i < s.par_cap; ++i) s.par[i].store(kEmpty, std::memory_order_relaxed);
+    s.par_dirty = false;
+  }
+  if (s.cnt_cap < n) {
+    s.cnt.reset(new std::atomic<uint64_t>[n]);
+    s.cnt_cap = n;
+  }
+  for (uint32_t p = 0; p < n; ++p) s.cnt[p].store(0, std::memory_order_relaxed);
+  if (s.ser.size() < cap2 * n) s.ser.resize(cap2 * n);
+  if (s.epos.size() < nnz) s.epos.resize(nnz);
+  if (s.slot_of.size() < nnz) s.slot_of.resize(nnz);
+  if (s.slot_key.size() < nslots) s.slot_key.resize(nslots);
+  if (s.tail.size() < n) s.tail.resize(n);
+  s.kpar.assign(n, 0);
+  s.ktail.assign(n, 0);
+  s.spilled_owner.assign(n, 0);
+  const int tasks = pool ? pool->tasks_for(nnz, size_t{1} << 14) : 1;
+  if (s.spill.size() < static_cast<size_t>(tasks)) s.spill.resize(static_cast<size_t>(tasks));
+  s.task_par.assign(static_cast<size_t>(tasks), 0);
+  s.task_ser.assign(static_cast<size_t>(tasks), 0);
+  s.task_bad.assign(static_cast<size_t>(tasks), ~uint64_t{0});
+  s.task_dup.assign(static_cast<size_t>(tasks), 0);
+  for (int t = 0; t < tasks; ++t) s.spill[static_cast<size_t>(t)].clear();
+
+  uint64_t hseed[16];
+  for (int j = 0; j < cfg.hash_functions; ++j)
+    hseed[j] = mix_seed(mix64(cfg.seed * 0x100000001b3ULL + static_cast<uint64_t>(j) + 1));
+
+  s.par_dirty = true;  // until compaction has cleared what this call wrote
+  std::atomic<uint32_t>* par = s.par.get();
+  uint32_t* ser = s.ser.data();
+  uint64_t* epos = s.epos.data();
+  uint32_t* slot_of = s.slot_of.data();
+
+  // Pass 1: place every entry (parallel over contiguous input chunks).
+  auto place = [&](int t) {
+    const size_t b = detail::ThreadPool::chunk_begin(nnz, tasks, t), e = detail::ThreadPool::chunk_begin(nnz, tasks, t + 1);
+    uint64_t placed_par = 0, placed_ser = 0;
+    bool dup = false;
+    for (size_t i = b; i < e; ++i) {
+      const int64_t sx = in.index_at(i);
+      if (sx < 0 || static_cast<uint64_t>(sx) >= R) {
+        if (s.task_bad[static_cast<size_t>(t)] == ~uint64_t{0}) s.task_bad[static_cast<size_t>(t)] = i;
+        slot_of[i] = kBad;
+        continue;
+      }
+      const uint64_t x = static_cast<uint64_t>(sx);
+      uint32_t p;
+      uint64_t q;
+      if (fwd) part.divmod(fwd[x], &q, &p);
+      else part.locate(x, &p, &q);
+      epos[i] = q;
+      std::atomic<uint32_t>* region = par + static_cast<size_t>(p) * cap1;
+      const uint32_t me = static_cast<uint32_t>(i);
+      bool placed = false;
+      for (int j = 0; j < cfg.hash_functions && !placed; ++j) {
+        const size_t sl = static_cast<size_t>(reduce_range(hash64_mixed(x, hseed[j]), cap1));
+        uint32_t cur = region[sl].load(std::memory_order_acquire);
+        for (;;) {
+          if (cur == kEmpty) {
+            // compare-and-swap: a slot is claimed by exactly one key, no check-then-store race.
+            if (region[sl].compare_exchange_weak(cur, me, std::memory_order_acq_rel, std::memory_order_acquire)) {
+              placed = true;
+              break;
+            }
+            continue;  // cur now holds whoever won
+          }
+          if (static_cast<uint64_t>(in.index_at(cur)) == x) {
+            // Same key: merge. The slot keeps the smallest entry id of the key (atomic min).
+            dup = true;
+            while (me < cur &&
+                   !region[sl].compare_exchange_weak(cur, me, std::memory_order_acq_rel, std::memory_order_acquire)) {
+            }
+            placed = true;
+          }
+          break;  // merged, or another key: next hash function
+        }
+        if (placed) slot_of[i] = static_cast<uint32_t>(static_cast<size_t>(p) * cap1 + sl);
+      }
+      if (placed) {
+        ++placed_par;
+        continue;
+      }
+      slot_of[i] = kTail;
+      const uint64_t c = s.cnt[p].fetch_add(1, std::memory_order_relaxed);
+      if (c < cap2) {
+        ser[static_cast<size_t>(p) * cap2 + c] = me;
+        ++placed_ser;
+      } else {
+        s.spill[static_cast<size_t>(t)].emplace_back(p, me);  // serial region full: never written past it
+      }
+    }
+    s.task_par[static_cast<size_t>(t)] = placed_par;
+    s.task_ser[static_cast<size_t>(t)] = placed_ser;
+    s.task_dup[static_cast<size_t>(t)] = dup;
+  };
+  if (tasks > 1) pool->run(tasks, place);
+  else place(0);
+
+  uint64_t bad = ~uint64_t{0};
+  for (int t = 0; t < tasks; ++t) bad = std::min(bad, s.task_bad[static_cast<size_t>(t)]);
+  if (bad != ~uint64_t{0})
+    ZEN_THROW(Result::InvalidArgument, "hierarchical hashing: index " + std::to_string(in.index_at(bad)) + " at entry " +
+                                           std::to_string(bad) + " is outside [0, " + std::to_string(R) + ")");
+
+  // Tails: serial region then spill, per owner; merged by a sort on (index, entry id).
+  bool dup = false;
+  for (int t = 0; t < tasks; ++t) dup = dup || s.task_dup[static_cast<size_t>(t)];
+  uint64_t spilled = 0;
+  for (uint32_t p = 0; p < n; ++p) {
+    auto& L = s.tail[p];
+    L.clear();
+    const size_t ns = std::min<uint64_t>(s.cnt[p].load(std::memory_order_relaxed), cap2);
+    L.insert(L.end(), ser + static_cast<size_t>(p) * cap2, ser + static_cast<size_t>(p) * cap2 + ns);
+  }
+  for (int t = 0; t < tasks; ++t)
+    for (const auto& [p, e] : s.spill[static_cast<size_t>(t)]) {
+      s.tail[p].push_back(e);
+      s.spilled_owner[p] = 1;
+      ++spilled;
+    }
+  auto by_key = [&](uint32_t a, uint32_t b) {
+    const int64_t ka = in.index_at(a), kb = in.index_at(b);
+    return ka != kb ? ka < kb : a < b;
+  };
+  // Count keys per owner (parallel region scan + tail runs).
+  const int otasks = pool ? std::min<int>(pool->tasks_for(nslots, size_t{1} << 15), static_cast<int>(n)) : 1;
+  auto count_owner = [&](uint32_t p) {
+    const std::atomic<uint32_t>* region = par + static_cast<size_t>(p) * cap1;
+    size_t k = 0;
+    for (size_t sl = 0; sl < cap1; ++sl) k += region[sl].load(std::memory_order_relaxed) != kEmpty;
+    s.kpar[p] = k;
+    auto& L = s.tail[p];
+    if (L.size() > 1) std::sort(L.begin(), L.end(), by_key);
+    size_t u = 0;
+    for (size_t i = 0; i < L.size(); ++i) u += (i == 0 || in.index_at(L[i]) != in.index_at(L[i - 1]));
+    s.ktail[p] = u;
+  };
+  auto owners_of = [&](int t, auto&& f) {
+    const size_t b = detail::ThreadPool::chunk_begin(n, otasks, t), e = detail::ThreadPool::chunk_begin(n, otasks, t + 1);
+    for (size_t p = b; p < e; ++p) f(static_cast<uint32_t>(p));
+  };
+  if (otasks > 1) pool->run(otasks, [&](int t) { owners_of(t, count_owner); });
+  else owners_of(0, count_owner);
+
+  if (out.offsets.size() < n + 1) out.offsets.resize(n + 1);
+  out.offsets[0] = 0;
+  size_t tail_keys = 0, tail_entries = 0;
+  for (uint32_t p = 0; p < n; ++p) {
+    out.offsets[p + 1] = out.offsets[p] + s.kpar[p] + s.ktail[p];
+    tail_keys += s.ktail[p];
+    tail_entries += s.tail[p].size();
+  }
+  dup = dup || tail_keys != tail_entries;
+  const size_t K = out.offsets[n];
+  if (out.rep.size() < K) out.rep.resize(K);
+  if (out.pos.size() < K) out.pos.resize(K);
+  if (dup && out.key_of.size() < nnz) out.key_of.resize(nnz);
+  uint32_t* key_of = dup ? out.key_of.data() : nullptr;
+
+  // Compaction: per owner, parallel region (slot order) then the merged tail; clears the slots.
+  auto fill_owner = [&](uint32_t p) {
+    std::atomic<uint32_t>* region = par + static_cast<size_t>(p) * cap1;
+    size_t k = out.offsets[p];
+    for (size_t sl = 0; sl < cap1; ++sl) {
+      const uint32_t v = region[sl].load(std::memory_order_relaxed);
+      if (v == kEmpty) continue;
+      region[sl].store(kEmpty, std::memory_order_relaxed);
+      s.slot_key[static_cast<size_t>(p) * cap1 + sl] = static_cast<uint32_t>(k);
+      out.rep[k] = v;
+      out.pos[k] = epos[v];
+      ++k;
+    }
+    const auto& L = s.tail[p];
+    for (size_t i = 0; i < L.size(); ++i) {
+      if (i > 0 && in.index_at(L[i]) == in.index_at(L[i - 1])) {
+        if (key_of) key_of[L[i]] = static_cast<uint32_t>(k - 1);
+        continue;
+      }
+      out.rep[k] = L[i];  // smallest entry id of the run (sorted by (index, entry))
+      out.pos[k] = epos[L[i]];
+      if (key_of) key_of[L[i]] = static_cast<uint32_t>(k);
+      ++k;
+    }
+  };
+  if (otasks > 1) pool->run(otasks, [&](int t) { owners_of(t, fill_owner); });
+  else owners_of(0, fill_owner);
+  s.par_dirty = false;
+
+  if (key_of) {
+    auto map = [&](size_t b, size_t e, int) {
+      for (size_t i = b; i < e; ++i)
+        if (slot_of[i] != kTail) key_of[i] = s.slot_key[slot_of[i]];
+    };
+    if (pool) pool->parallel_for(nnz, size_t{1} << 15, map);
+    else map(0, nnz, 0);
+  }
+
+  out.keys = K;
+  out.duplicates = dup;
+  out.parallel_placed = out.serial_placed = 0;
+  for (int t = 0; t < tasks; ++t) {
+    out.parallel_placed += s.task_par[static_cast<size_t>(t)];
+    out.serial_placed += s.task_ser[static_cast<size_t>(t)];
+  }
+  out.spilled = spilled;
+  out.overflowed_owners = 0;
+  for (uint32_t p = 0; p < n; ++p) out.overflowed_owners += s.spilled_owner[p];
+}
+
+void hierarchical_partition(const SparseView& in, const Partitioner& part, const HierarchicalHashConfig& cfg,
+                            HashPartition& out) {
+  detail::ThreadPool pool(cfg.threads > 0 ? cfg.threads : detail::affinity_cores());
+  HierarchicalHash h;
+  h.partition(in, part, cfg, &pool, out);
+}
+
+}  // namespace zen

@@ -1,0 +1,83 @@
+#pragma once
+// Private building blocks of the schemes' plans (not installed): grow-only buffers, a stable LSD
+// radix sort of (key, value) records, and a coalescer that owns its workspace. Everything here
+// allocates only when a call needs more room than any earlier call did.
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "zen/detail/thread_pool.hpp"
+#include "zen/schemes/scheme.hpp"
+#include "zen/tensor.hpp"
+
+namespace zen::plan {
+
+/// Make `v` hold at least `n` elements (grow only; contents of a grown vector are unspecified).
+template <typename T>
+inline T* grow(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+inline bool get_bit(const uint64_t* bm, uint64_t i) { return (bm[i >> 6] >> (i & 63)) & 1u; }
+inline void set_bit(uint64_t* bm, uint64_t i) { bm[i >> 6] |= uint64_t{1} << (i & 63); }
+
+/// Bits needed to represent every value below `n` (at least 1).
+inline int bits_for(uint64_t n) {
+  int b = 1;
+  while (b < 64 && (n - 1) >> b) ++b;
+  return b;
+}
+
+struct KV {
+  uint64_t key;
+  uint64_t val;
+};
+
+/// Stable LSD radix sort of records by key (keys < 2^key_bits). Result in `a`; `tmp` is scratch.
+class RadixSort {
+ public:
+  void sort(std::vector<KV>& a, std::vector<KV>& tmp, size_t n, int key_bits, detail::ThreadPool* pool);
+
+ private:
+  std::vector<size_t> hist_;
+};
+
+/// Sorted unique rows of a SparseView, duplicates summed in input order (accumulation type, one
+/// rounding), or the view itself when it already is sorted and unique.
+struct Coalesced {
+  size_t k = 0;
+  const int64_t* keys = nullptr;  ///< ascending, unique
+  const uint8_t* rows = nullptr;  ///< k * D values of the spec's dtype
+  bool had_duplicates = false;
+};
+
+class Coalescer {
+ public:
+  /// `sorted`: the result must be in ascending key order (else any order, which lets unique
+  /// unsorted input pass through without a sort when R is small enough for a presence bitmap).
+  Coalesced run(const SparseView& in, const TensorSpec& spec, bool sorted, detail::ThreadPool* pool);
+
+ private:
+  std::vector<KV> kv_, tmp_;
+  std::vector<int64_t> keys_;
+  std::vector<uint8_t> rows_;
+  std::vector<uint64_t> seen_;
+  RadixSort sorter_;
+};
+
+/// Memset / memcpy of a large buffer split over the pool.
+void parallel_zero(void* p, size_t bytes, detail::ThreadPool* pool);
+void parallel_copy(void* dst, const void* src, size_t bytes, detail::ThreadPool* pool);
+
+/// Zero `buf` (N values of the spec's dtype) and write the coalesced rows into it.
+void densify(const Coalesced& loc, const TensorSpec& spec, uint8_t* buf, detail::ThreadPool* pool);
+
+/// Workspace of the dense schemes (dense ring, dense_native).
+struct DenseWorkspace {
+  Coalescer co;
+  std::vector<uint8_t> dense;  ///< N values (sparse output, or the ring's buffer)
+  std::vector<uint8_t> bm;     ///< support bitmap, ceil(R/8) bytes
+};
+
+}  // namespace zen::plan
