@@ -277,6 +277,7 @@ uint64_t count_wrong(const Reference& ref, const void* dense, const SparseTensor
 }
 
 struct Row {
+  std::string label;  // trace directory (trace replay)
   uint64_t size = 0, count = 0;
   std::string scheme;
   double density = 0, gamma = 0;
@@ -296,9 +297,20 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
-std::vector<std::string> split_schemes(const std::string& s) {
-  if (s == "all") return scheme_names();
+// The raw-MPI baselines: the code a user would otherwise write, timed beside zen in the same run.
+const std::vector<std::string>& raw_names() {
+  static const std::vector<std::string> v{"mpi_allreduce", "mpi_allgatherv"};
+  return v;
+}
+bool is_raw(const std::string& s) { return std::find(raw_names().begin(), raw_names().end(), s) != raw_names().end(); }
+
+std::vector<std::string> split_schemes(const std::string& s, bool mpi) {
   std::vector<std::string> out;
+  if (s == "all") {
+    out = scheme_names();
+    if (mpi) out.insert(out.end(), raw_names().begin(), raw_names().end());
+    return out;
+  }
   size_t p = 0;
   while (p <= s.size()) {
     size_t q = s.find(',', p);
@@ -308,9 +320,14 @@ std::vector<std::string> split_schemes(const std::string& s) {
   }
   for (const auto& x : out) {
     const auto& names = scheme_names();
+    if (is_raw(x)) {
+      ZEN_ENFORCE(mpi, "--scheme " + x + " calls MPI directly: run zen_perf under mpirun (not --threads)");
+      continue;
+    }
     if (std::find(names.begin(), names.end(), x) == names.end()) {
       std::string all;
       for (const auto& y : names) all += (all.empty() ? "" : ",") + y;
+      for (const auto& y : raw_names()) all += "," + y;
       ZEN_THROW(Result::InvalidArgument, "--scheme: unknown scheme '" + x + "' (known: all," + all + ")");
     }
   }
@@ -330,16 +347,239 @@ SchemeOptions scheme_options(const Config& cfg) {
   return o;
 }
 
+#ifdef ZEN_HAVE_MPI
+MPI_Datatype raw_value_type(DType t) {
+  if (t == DType::F32) return MPI_FLOAT;
+  if (t == DType::F64) return MPI_DOUBLE;
+  ZEN_THROW(Result::Unsupported, std::string("the raw MPI baselines support f32 and f64 (MPI has no ") + dtype_name(t) + " type)");
+}
+
+class RawBaseline {
+ public:
+  virtual ~RawBaseline() = default;
+  /// One call on this rank; dense_out selects the result form (mpi_allreduce is always dense).
+  virtual void run(const SparseView& in, bool dense_out, void* dense, SparseTensor& sparse) = 0;
+  uint64_t sent = 0, recv = 0;  ///< bytes this rank moved in the last call (logical, as zen counts)
+};
+
+// A plain MPI_Allreduce on the dense gradient: zero a dense buffer, scatter-add the local rows,
+// MPI_Allreduce in place. Its result is the dense sum whatever --output says.
+class RawAllreduce final : public RawBaseline {
+ public:
+  void run(const SparseView& in, bool, void* dense, SparseTensor&) override {
+    const MPI_Datatype mt = raw_value_type(in.dtype);
+    const uint64_t N = in.dense_len;
+    const size_t D = in.row_width;
+    dispatch_dtype(in.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* d = static_cast<T*>(dense);
+      if (N) std::memset(d, 0, N * sizeof(T));
+      const T* v = static_cast<const T*>(in.values);
+      for (size_t i = 0; i < in.nnz; ++i) {
+        T* row = d + static_cast<size_t>(in.index_at(i)) * D;
+        for (size_t c = 0; c < D; ++c) row[c] += v[i * D + c];
+      }
+      const size_t per = size_t{1} << 30;
+      for (uint64_t off = 0; off < N; off += per)
+        MPI_Allreduce(MPI_IN_PLACE, d + off, static_cast<int>(std::min<uint64_t>(per, N - off)), mt, MPI_SUM, MPI_COMM_WORLD);
+    });
+    int n = 1, r = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    const size_t vs = dtype_size(in.dtype), S = N * vs;
+    sent = recv = n > 1 ? 2 * (S - ring_chunk_bytes(N, vs, n, r)) : 0;
+  }
+};
+
+// The hand-written sparse exchange (what ten lines of mpi4py do): MPI_Allgather of the counts,
+// MPI_Allgatherv of the indices and of the values, then a local scatter-add in rank order. Dense
+// output: into the zeroed dense buffer. Sparse output: into a dense accumulator kept across calls,
+// whose touched rows are collected, sorted, gathered and cleared.
+class RawAllgatherv final : public RawBaseline {
+ public:
+  void run(const SparseView& in, bool dense_out, void* dense, SparseTensor& sparse) override {
+    int n = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    const MPI_Datatype mt = raw_value_type(in.dtype);
+    const MPI_Datatype it = in.index_type == IndexType::I32 ? MPI_INT32_T : MPI_INT64_T;
+    const size_t isz = index_size(in.index_type), D = in.row_width, vs = dtype_size(in.dtype);
+    const int64_t mine = static_cast<int64_t>(in.nnz);
+    counts64_.resize(static_cast<size_t>(n));
+    MPI_Allgather(&mine, 1, MPI_INT64_T, counts64_.data(), 1, MPI_INT64_T, MPI_COMM_WORLD);
+    counts_.resize(static_cast<size_t>(n));
+    displs_.resize(static_cast<size_t>(n));
+    vcounts_.resize(static_cast<size_t>(n));
+    vdispls_.resize(static_cast<size_t>(n));
+    size_t total = 0;
+    for (int p = 0; p < n; ++p) {
+      counts_[p] = static_cast<int>(counts64_[p]);
+      displs_[p] = static_cast<int>(total);
+      vcounts_[p] = static_cast<int>(counts64_[p] * static_cast<int64_t>(D));
+      vdispls_[p] = static_cast<int>(total * D);
+      total += static_cast<size_t>(counts64_[p]);
+    }
+    if (idx_.size() < total * isz) idx_.resize(total * isz);
+    if (val_.size() < total * D * vs) val_.resize(total * D * vs);
+    MPI_Allgatherv(in.indices, static_cast<int>(mine), it, idx_.data(), counts_.data(), displs_.data(), it, MPI_COMM_WORLD);
+    MPI_Allgatherv(in.values, static_cast<int>(mine * static_cast<int64_t>(D)), mt, val_.data(), vcounts_.data(),
+                   vdispls_.data(), mt, MPI_COMM_WORLD);
+    auto row_of = [&](size_t i) -> size_t {
+      if (in.index_type == IndexType::I32) return static_cast<size_t>(reinterpret_cast<const int32_t*>(idx_.data())[i]);
+      return static_cast<size_t>(reinterpret_cast<const int64_t*>(idx_.data())[i]);
+    };
+    const uint64_t N = in.dense_len, R = N / D;
+    dispatch_dtype(in.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T* v = reinterpret_cast<const T*>(val_.data());
+      if (dense_out) {
+        T* d = static_cast<T*>(dense);
+        if (N) std::memset(d, 0, N * sizeof(T));
+        for (size_t i = 0; i < total; ++i)
+          for (size_t c = 0; c < D; ++c) d[row_of(i) * D + c] += v[i * D + c];
+        return;
+      }
+      if (acc_.size() < N * sizeof(T)) acc_.assign(N * sizeof(T), 0);
+      if (touched_.size() < R) touched_.assign(R, 0);
+      T* acc = reinterpret_cast<T*>(acc_.data());
+      rows_.clear();
+      for (size_t i = 0; i < total; ++i) {
+        const size_t row = row_of(i);
+        if (!touched_[row]) {
+          touched_[row] = 1;
+          rows_.push_back(static_cast<int64_t>(row));
+        }
+        for (size_t c = 0; c < D; ++c) acc[row * D + c] += v[i * D + c];
+      }
+      std::sort(rows_.begin(), rows_.end());
+      sparse.dense_len = N;
+      sparse.row_width = static_cast<uint32_t>(D);
+      sparse.dtype = in.dtype;
+      sparse.resize(rows_.size());
+      T* out = sparse.vals<T>();
+      for (size_t k = 0; k < rows_.size(); ++k) {
+        const size_t row = static_cast<size_t>(rows_[k]);
+        sparse.indices[k] = rows_[k];
+        for (size_t c = 0; c < D; ++c) {
+          out[k * D + c] = acc[row * D + c];
+          acc[row * D + c] = T(0);
+        }
+        touched_[row] = 0;
+      }
+    });
+    const size_t eb = isz + D * vs;
+    sent = 8 * static_cast<uint64_t>(n - 1) + static_cast<uint64_t>(n - 1) * in.nnz * eb;
+    recv = 8 * static_cast<uint64_t>(n - 1) + (total - in.nnz) * eb;
+  }
+
+ private:
+  std::vector<int64_t> counts64_;
+  std::vector<int> counts_, displs_, vcounts_, vdispls_;
+  std::vector<uint8_t> idx_, val_, acc_, touched_;
+  std::vector<int64_t> rows_;
+};
+#endif
+
+/// One timed contender: a zen plan or a raw-MPI baseline, with its output buffers and statistics.
+struct Runner {
+  std::string name;
+  std::unique_ptr<SparseAllreduce> plan;
+#ifdef ZEN_HAVE_MPI
+  std::unique_ptr<RawBaseline> raw;
+#endif
+  bool dense_only = false;  // mpi_allreduce: always the dense sum
+  std::vector<uint8_t> dense;
+  SparseTensor sparse;
+  std::vector<double> times;
+  uint64_t sent_sum = 0, recv_sum = 0, calls = 0, wrong = 0;
+  double push = 1, pull = 1;
+  std::string encoding;
+  std::vector<PhaseReport> phases;
+
+  bool dense_result(bool dense_out) const { return dense_out || dense_only; }
+  void call(const SparseView& in, bool dense_out) {
+#ifdef ZEN_HAVE_MPI
+    if (raw) {
+      raw->run(in, dense_result(dense_out), dense.data(), sparse);
+      return;
+    }
+#endif
+    if (dense_out) plan->run_dense(in, dense.data());
+    else plan->run(in, sparse);
+  }
+  void account() {
+#ifdef ZEN_HAVE_MPI
+    if (raw) {
+      sent_sum += raw->sent;
+      recv_sum += raw->recv;
+      encoding = dense_only ? "dense" : "coo";
+      ++calls;
+      return;
+    }
+#endif
+    const SyncReport& rep = plan->report();
+    sent_sum += rep.sent;
+    recv_sum += rep.recv;
+    push = std::max(push, rep.push_imbalance);
+    pull = std::max(pull, rep.pull_imbalance);
+    encoding = rep.encoding;
+    phases = rep.phases;
+    ++calls;
+  }
+};
+
+std::vector<Runner> make_runners(Communicator& comm, const std::vector<std::string>& names, const TensorSpec& spec,
+                                 const SchemeOptions& opt, bool dense_out) {
+  std::vector<Runner> out;
+  for (const auto& name : names) {
+    Runner rn;
+    rn.name = name;
+    if (is_raw(name)) {
+#ifdef ZEN_HAVE_MPI
+      if (name == "mpi_allreduce") {
+        rn.raw = std::make_unique<RawAllreduce>();
+        rn.dense_only = true;
+      } else {
+        rn.raw = std::make_unique<RawAllgatherv>();
+      }
+      raw_value_type(spec.dtype);  // f32/f64 only: a clear error otherwise
+#endif
+    } else {
+      rn.plan = make_scheme(name, comm, spec, opt);
+    }
+    if (rn.dense_result(dense_out)) rn.dense.resize(spec.dense_len * dtype_size(spec.dtype));
+    out.push_back(std::move(rn));
+  }
+  return out;
+}
+
 /// One timed call on every rank; returns this call's max-over-ranks wall time (seconds).
-double timed_call(Communicator& comm, SparseAllreduce& s, const SparseView& in, bool dense_out, void* dense,
-                  SparseTensor& sparse) {
+double timed_call(Communicator& comm, Runner& rn, const SparseView& in, bool dense_out) {
   comm.barrier();
   const double t0 = detail::seconds_now();
-  if (dense_out) s.run_dense(in, dense);
-  else s.run(in, sparse);
+  rn.call(in, dense_out);
   const double dt = detail::seconds_now() - t0;
   auto all = comm.allgather_value(dt);
   return *std::max_element(all.begin(), all.end());
+}
+
+/// Time every runner on the inputs: round k calls every runner once on input k mod T (so the
+/// schemes share the machine's conditions and their ratios are fair); the first `warmup` rounds are
+/// not timed.
+struct Group {
+  std::vector<Runner>* runners;
+  const std::vector<SparseView>* views;
+};
+void time_runners(Communicator& comm, const std::vector<Group>& groups, bool dense_out, int warmup, int iters) {
+  for (int k = 0; k < warmup + iters; ++k)
+    for (const Group& g : groups) {
+      const SparseView& in = (*g.views)[static_cast<size_t>(k) % g.views->size()];
+      for (auto& rn : *g.runners) {
+        const double dt = timed_call(comm, rn, in, dense_out);
+        if (k < warmup) continue;
+        rn.times.push_back(dt);
+        rn.account();
+      }
+    }
 }
 
 struct Aggregates {
@@ -363,24 +603,29 @@ Aggregates aggregate(Communicator& comm, uint64_t sent, uint64_t recv, uint64_t 
   return a;
 }
 
-void print_header(const Config& cfg, int n, const char* backend, double gamma, bool trace, int iters) {
+void print_header(const Config& cfg, int n, const char* backend, double gamma, bool trace, int iters, uint32_t D) {
   std::printf("# zen_perf: %d ranks (%s), dtype %s, row width %u, %s, iters %d, warm-up %d, check %d, output %s, pull %s\n", n,
-              backend, cfg.dtype.c_str(), cfg.row_width,
+              backend, cfg.dtype.c_str(), D,
               trace ? ("trace " + cfg.trace_dir).c_str()
                     : ("density " + std::to_string(cfg.density) + ", overlap (target gamma) " + std::to_string(gamma) +
                        ", skew " + std::to_string(cfg.skew) + ", seed " + std::to_string(cfg.seed))
                           .c_str(),
               iters, cfg.warmup, cfg.check, cfg.output.c_str(), cfg.pull.c_str());
-  std::printf("# size: dense bytes; time: median over iterations of the max over ranks; sent_B/recv_B: max over ranks per call\n");
-  std::printf("%12s %11s %5s %13s %8s %11s %8s %8s %12s %12s %9s %7s\n", "size", "count", "type", "scheme", "density",
-              "time_us", "algbw", "busbw", "sent_B", "recv_B", "imbalance", "#wrong");
+  std::printf("# size: dense bytes; time_us: median over iterations of the max over ranks (min_us/max_us: fastest and\n"
+              "# slowest iteration); each iteration calls every scheme once in turn; algbw = size / time and busbw =\n"
+              "# algbw * 2(n-1)/n are dense-equivalent rates (comparable with all_reduce_perf); sent_B/recv_B: most bytes\n"
+              "# any rank sent/received per call; imbalance: max/mean load over owners (push or pull, the larger);\n"
+              "# #wrong: elements differing from a dense reference of all ranks' inputs. mpi_allreduce and\n"
+              "# mpi_allgatherv are raw MPI calls written as a user would (mpi_allreduce always yields the dense sum).\n");
+  std::printf("%12s %11s %5s %14s %8s %11s %10s %10s %8s %8s %12s %12s %9s %7s\n", "size", "count", "type", "scheme", "density",
+              "time_us", "min_us", "max_us", "algbw", "busbw", "sent_B", "recv_B", "imbalance", "#wrong");
   std::fflush(stdout);
 }
 
 void print_row(const Row& r, const char* type) {
-  std::printf("%12llu %11llu %5s %13s %8.4f %11.1f %8.3f %8.3f %12llu %12llu %9.3f %7llu\n",
+  std::printf("%12llu %11llu %5s %14s %8.4f %11.1f %10.1f %10.1f %8.3f %8.3f %12llu %12llu %9.3f %7llu\n",
               static_cast<unsigned long long>(r.size), static_cast<unsigned long long>(r.count), type, r.scheme.c_str(),
-              r.density, r.time_us, r.algbw, r.busbw, static_cast<unsigned long long>(r.sent),
+              r.density, r.time_us, r.time_min_us, r.time_max_us, r.algbw, r.busbw, static_cast<unsigned long long>(r.sent),
               static_cast<unsigned long long>(r.recv), std::max(r.push_imb, r.pull_imb),
               static_cast<unsigned long long>(r.wrong));
   std::fflush(stdout);
@@ -390,6 +635,30 @@ void fill_bw(Row& row, int n) {
   const double t = row.time_us * 1e-6;
   row.algbw = t > 0 ? static_cast<double>(row.size) / t / 1e9 : 0;
   row.busbw = row.algbw * (n > 1 ? 2.0 * (n - 1) / n : 0.0);
+}
+
+/// A finished runner as a table row (aggregated over ranks).
+Row finish_runner(Communicator& comm, Runner& rn, uint64_t N, DType dt, double dens, double gam) {
+  const uint64_t calls = std::max<uint64_t>(1, rn.calls);
+  auto agg = aggregate(comm, rn.sent_sum / calls, rn.recv_sum / calls, rn.wrong, rn.push, rn.pull);
+  Row row;
+  row.size = N * dtype_size(dt);
+  row.count = N;
+  row.scheme = rn.name;
+  row.density = dens;
+  row.gamma = gam;
+  row.time_us = median(rn.times) * 1e6;
+  row.time_min_us = rn.times.empty() ? 0 : *std::min_element(rn.times.begin(), rn.times.end()) * 1e6;
+  row.time_max_us = rn.times.empty() ? 0 : *std::max_element(rn.times.begin(), rn.times.end()) * 1e6;
+  row.sent = agg.sent;
+  row.recv = agg.recv;
+  row.push_imb = agg.push;
+  row.pull_imb = agg.pull;
+  row.wrong = agg.wrong;
+  row.encoding = rn.encoding;
+  row.phases = rn.phases;
+  fill_bw(row, comm.size());
+  return row;
 }
 
 #ifdef ZEN_PERF_HAVE_TRACE
@@ -409,97 +678,120 @@ std::vector<Row> run_bench(Communicator& comm, const Config& cfg) {
   ZEN_ENFORCE(cfg.output == "dense" || cfg.output == "sparse", "--output must be dense or sparse, got '" + cfg.output + "'");
   ZEN_ENFORCE(cfg.index == "i32" || cfg.index == "i64", "--index must be i32 or i64, got '" + cfg.index + "'");
   const bool dense_out = cfg.output == "dense";
-  const auto schemes = split_schemes(cfg.schemes);
+  const bool mpi = std::string(comm.backend_name()) == "mpi";
+  const auto schemes = split_schemes(cfg.schemes, mpi);
   const SchemeOptions opt = scheme_options(cfg);
   const double gamma = cfg.overlap < 0 ? (n + 1) / 2.0 : cfg.overlap;
   ZEN_ENFORCE(gamma >= 1.0 && gamma <= std::max(1, n),
               "--overlap " + std::to_string(gamma) + " outside [1, n=" + std::to_string(n) + "]");
   ZEN_ENFORCE(cfg.iters >= 1, "-n must be >= 1");
+  ZEN_ENFORCE(cfg.warmup >= 0, "-w must be >= 0");
   std::vector<Row> rows;
   const char* type = dtype_name(dt);
   IndexType it = cfg.index == "i32" ? IndexType::I32 : IndexType::I64;
   if (!cfg.dump_dir.empty()) ZEN_ENFORCE(!cfg.trace_dir.empty() || cfg.b == cfg.e, "--dump needs --trace or a single size (-b == -e)");
 
+  // Check one runner's output on input t against the reference; dump it when asked.
+  auto check_runner = [&](Runner& rn, const SparseView& in, const Reference& ref, uint64_t N, uint32_t RD, DType rdt,
+                          bool exact) {
+    rn.call(in, dense_out);
+    const bool dres = rn.dense_result(dense_out);
+    rn.wrong += count_wrong(ref, dres ? rn.dense.data() : nullptr, &rn.sparse, N, RD, rdt, exact, n);
+  };
+
   // ---------------- trace replay ----------------
+  // Several traces (a comma list) are timed in the same rounds, so their times compare fairly.
   if (!cfg.trace_dir.empty()) {
 #ifdef ZEN_PERF_HAVE_TRACE
-    const trace::TraceMeta meta = trace::read_meta(cfg.trace_dir);
-    // A run with fewer ranks than the trace replays the trace's first n ranks.
-    ZEN_ENFORCE(meta.ranks >= n, "trace " + cfg.trace_dir + " has " + std::to_string(meta.ranks) + " ranks but the run has " +
-                                     std::to_string(n) + " (a run may use the first n <= ranks of a trace, not more)");
-    if (root && meta.ranks > n)
-      std::printf("# replaying the first %d of the trace's %d ranks\n", n, meta.ranks);
-    const uint64_t N = static_cast<uint64_t>(meta.N);
-    const uint32_t TD = static_cast<uint32_t>(meta.row_width);
-    const DType tdt = meta.dtype;
-    if (root) print_header(cfg, n, comm.backend_name(), 0, true, meta.iterations);
-    for (const auto& name : schemes) {
-      auto s = make_scheme(name, comm, TensorSpec{N, TD, tdt}, opt);
-      std::vector<uint8_t> dense(dense_out ? N * dtype_size(tdt) : 0);
-      SparseTensor sparse;
-      std::vector<double> times;
-      uint64_t sent = 0, recv = 0, wrong = 0;
-      double push = 1, pull = 1, dens = 0, gam = 0;
-      std::string dump = cfg.dump_dir.empty() ? "" : cfg.dump_dir + "/" + name;
-      trace::TraceMeta out_meta = meta;
-      out_meta.ranks = n;
-      out_meta.source = "zen_perf " + name + " results of " + cfg.trace_dir;
-      if (!dump.empty()) {
-        if (root) trace::write_meta(dump, out_meta);
-        comm.barrier();
+    std::vector<std::string> dirs;
+    for (size_t p = 0; p <= cfg.trace_dir.size();) {
+      size_t q = cfg.trace_dir.find(',', p);
+      if (q == std::string::npos) q = cfg.trace_dir.size();
+      if (q > p) dirs.push_back(cfg.trace_dir.substr(p, q - p));
+      p = q + 1;
+    }
+    struct TraceRun {
+      std::string dir;
+      trace::TraceMeta meta;
+      std::vector<Workload> mine;
+      std::vector<std::vector<int32_t>> i32;
+      std::vector<SparseView> views;
+      std::vector<Runner> runners;
+    };
+    std::vector<TraceRun> runs(dirs.size());
+    for (size_t g = 0; g < dirs.size(); ++g) {
+      TraceRun& tr = runs[g];
+      tr.dir = dirs[g];
+      tr.meta = trace::read_meta(tr.dir);
+      const trace::TraceMeta& meta = tr.meta;
+      // A run with fewer ranks than the trace replays the trace's first n ranks.
+      ZEN_ENFORCE(meta.ranks >= n, "trace " + tr.dir + " has " + std::to_string(meta.ranks) + " ranks but the run has " +
+                                       std::to_string(n) + " (a run may use the first n <= ranks of a trace, not more)");
+      const uint64_t N = static_cast<uint64_t>(meta.N);
+      const uint32_t TD = static_cast<uint32_t>(meta.row_width);
+      const int T = std::max(1, meta.iterations);
+      tr.mine.resize(static_cast<size_t>(T));
+      tr.i32.resize(static_cast<size_t>(T));
+      tr.views.resize(static_cast<size_t>(T));
+      const IndexType vit = (it == IndexType::I32 && N / TD <= (1ULL << 31)) ? it : IndexType::I64;
+      for (int t = 0; t < T; ++t) {
+        trace::RankIter ri = trace::read_rank_iter(tr.dir, meta, r, t);
+        tr.mine[t] = Workload{std::move(ri.idx), std::move(ri.values)};
+        tr.views[t] = make_view(tr.mine[t], N, TD, meta.dtype, vit, tr.i32[t]);
       }
-      for (int t = 0; t < meta.iterations; ++t) {
-        trace::RankIter mine = trace::read_rank_iter(cfg.trace_dir, meta, r, t);
-        Workload w{mine.idx, mine.values};
-        std::vector<int32_t> i32;
-        const SparseView in = make_view(w, N, TD, tdt, (it == IndexType::I32 && N / TD <= (1ULL << 31)) ? it : IndexType::I64, i32);
-        if (t == 0)
-          for (int k = 0; k < cfg.warmup; ++k) timed_call(comm, *s, in, dense_out, dense.data(), sparse);
-        times.push_back(timed_call(comm, *s, in, dense_out, dense.data(), sparse));
-        sent += s->report().sent;
-        recv += s->report().recv;
-        push = std::max(push, s->report().push_imbalance);
-        pull = std::max(pull, s->report().pull_imbalance);
-        if (cfg.check || !dump.empty()) {
-          std::vector<Workload> all(n);
+      tr.runners = make_runners(comm, schemes, TensorSpec{N, TD, meta.dtype}, opt, dense_out);
+    }
+    if (root) print_header(cfg, n, comm.backend_name(), 0, true, cfg.iters, static_cast<uint32_t>(runs[0].meta.row_width));
+    std::vector<Group> groups;
+    for (auto& tr : runs) groups.push_back(Group{&tr.runners, &tr.views});
+    time_runners(comm, groups, dense_out, cfg.warmup, cfg.iters);
+    for (auto& tr : runs) {
+      const trace::TraceMeta& meta = tr.meta;
+      const uint64_t N = static_cast<uint64_t>(meta.N);
+      const uint32_t TD = static_cast<uint32_t>(meta.row_width);
+      const DType tdt = meta.dtype;
+      const int T = std::max(1, meta.iterations);
+      double dens = 0, gam = 0;
+      uint64_t entries = 0;
+      if (cfg.check || !cfg.dump_dir.empty()) {
+        for (int t = 0; t < T; ++t) {
+          std::vector<Workload> all(static_cast<size_t>(n));
           for (int p = 0; p < n; ++p) {
-            trace::RankIter ri = trace::read_rank_iter(cfg.trace_dir, meta, p, t);
+            trace::RankIter ri = trace::read_rank_iter(tr.dir, meta, p, t);
             all[p] = Workload{std::move(ri.idx), std::move(ri.values)};
           }
           const Reference ref = build_reference(all, N, TD, tdt);
           uint64_t local = 0;
           for (auto& x : all) local += x.idx.size();
+          entries += local;
           dens += static_cast<double>(local) / n / static_cast<double>(N / TD);
           gam += local ? static_cast<double>(ref.union_rows) * n / static_cast<double>(local) : 0;
-          if (cfg.check) wrong += count_wrong(ref, dense_out ? dense.data() : nullptr, &sparse, N, TD, tdt, false, n);
-        }
-        if (!dump.empty()) {
-          SparseTensor res;
-          if (dense_out) s->run(in, res);
-          dump_result(dump, out_meta, r, t, dense_out ? res : sparse);
+          for (auto& rn : tr.runners) {
+            if (cfg.check) check_runner(rn, tr.views[t], ref, N, TD, tdt, false);
+            if (!cfg.dump_dir.empty() && !rn.dense_only) {
+              const std::string dump = cfg.dump_dir + "/" + rn.name;
+              trace::TraceMeta out_meta = meta;
+              out_meta.ranks = n;
+              out_meta.source = "zen_perf " + rn.name + " results of " + tr.dir;
+              if (t == 0 && root) trace::write_meta(dump, out_meta);
+              comm.barrier();
+              if (dense_out) rn.call(tr.views[t], false);
+              dump_result(dump, out_meta, r, t, rn.sparse);
+            }
+          }
         }
       }
-      const int T = std::max(1, meta.iterations);
-      auto agg = aggregate(comm, sent / T, recv / T, wrong, push, pull);
-      Row row;
-      row.size = N * dtype_size(tdt);
-      row.count = N;
-      row.scheme = name;
-      row.density = dens / T;
-      row.gamma = gam / T;
-      row.time_us = median(times) * 1e6;
-      row.time_min_us = *std::min_element(times.begin(), times.end()) * 1e6;
-      row.time_max_us = *std::max_element(times.begin(), times.end()) * 1e6;
-      row.sent = agg.sent;
-      row.recv = agg.recv;
-      row.push_imb = agg.push;
-      row.pull_imb = agg.pull;
-      row.wrong = agg.wrong;
-      row.encoding = s->report().encoding;
-      row.phases = s->report().phases;
-      fill_bw(row, n);
-      if (root) print_row(row, dtype_name(tdt));
-      rows.push_back(row);
+      if (root) {
+        std::printf("# trace %s: N=%llu D=%u %s, first %d of %d ranks, %d iterations", tr.dir.c_str(),
+                    static_cast<unsigned long long>(N), TD, dtype_name(tdt), n, meta.ranks, T);
+        if (entries) std::printf(", %.1f entries per rank and iteration, gamma %.3f", static_cast<double>(entries) / n / T, gam / T);
+        std::printf("\n");
+      }
+      for (auto& rn : tr.runners) {
+        rows.push_back(finish_runner(comm, rn, N, tdt, dens / T, gam / T));
+        rows.back().label = tr.dir;
+        if (root) print_row(rows.back(), dtype_name(tdt));
+      }
     }
     return rows;
 #else
@@ -511,7 +803,7 @@ std::vector<Row> run_bench(Communicator& comm, const Config& cfg) {
   const uint64_t b = parse_size(cfg.b), e = parse_size(cfg.e);
   ZEN_ENFORCE(b >= 1 && e >= b, "sizes: need 1 <= -b <= -e, got -b " + cfg.b + " -e " + cfg.e);
   ZEN_ENFORCE(cfg.f > 1.0 || b == e, "-f must be > 1 when -b < -e");
-  if (root) print_header(cfg, n, comm.backend_name(), gamma, false, cfg.iters);
+  if (root) print_header(cfg, n, comm.backend_name(), gamma, false, cfg.iters, D);
   std::vector<uint64_t> sizes;
   for (double s = static_cast<double>(b); s <= static_cast<double>(e) * (1 + 1e-12); s *= cfg.f) {
     sizes.push_back(static_cast<uint64_t>(std::llround(s)));
@@ -544,93 +836,73 @@ std::vector<Row> run_bench(Communicator& comm, const Config& cfg) {
       std::printf("# N=%llu rows=%llu local density %.5f%s gamma %.3f\n", static_cast<unsigned long long>(N),
                   static_cast<unsigned long long>(R), dens, cfg.check ? " (mean over ranks)," : ", target", cfg.check ? gam : gamma);
     std::vector<int32_t> i32;
-    const SparseView in = make_view(mine, N, D, dt, iti, i32);
-    for (const auto& name : schemes) {
-      auto s = make_scheme(name, comm, TensorSpec{N, D, dt}, opt);
-      std::vector<uint8_t> dense(dense_out ? N * vs : 0);
-      SparseTensor sparse;
-      for (int k = 0; k < cfg.warmup; ++k) timed_call(comm, *s, in, dense_out, dense.data(), sparse);
-      std::vector<double> times;
-      for (int k = 0; k < cfg.iters; ++k) times.push_back(timed_call(comm, *s, in, dense_out, dense.data(), sparse));
-      const uint64_t wrong = cfg.check ? count_wrong(ref, dense_out ? dense.data() : nullptr, &sparse, N, D, dt, true, n) : 0;
-      auto agg = aggregate(comm, s->report().sent, s->report().recv, wrong, s->report().push_imbalance,
-                           s->report().pull_imbalance);
+    const std::vector<SparseView> views{make_view(mine, N, D, dt, iti, i32)};
+    auto runners = make_runners(comm, schemes, TensorSpec{N, D, dt}, opt, dense_out);
+    time_runners(comm, {Group{&runners, &views}}, dense_out, cfg.warmup, cfg.iters);
+    for (auto& rn : runners) {
+      if (cfg.check) check_runner(rn, views[0], ref, N, D, dt, true);
 #ifdef ZEN_PERF_HAVE_TRACE
-      if (!cfg.dump_dir.empty()) {
+      if (!cfg.dump_dir.empty() && !rn.dense_only) {
         trace::TraceMeta m;
         m.N = static_cast<int64_t>(N);
         m.ranks = n;
         m.iterations = 1;
         m.dtype = dt;
         m.row_width = D;
-        m.source = "zen_perf " + name + " result, synthetic d=" + std::to_string(cfg.density) + " gamma=" +
+        m.source = "zen_perf " + rn.name + " result, synthetic d=" + std::to_string(cfg.density) + " gamma=" +
                    std::to_string(gamma) + " skew=" + std::to_string(cfg.skew) + " seed=" + std::to_string(cfg.seed);
-        const std::string dir = cfg.dump_dir + "/" + name;
+        const std::string dir = cfg.dump_dir + "/" + rn.name;
         if (root) trace::write_meta(dir, m);
         comm.barrier();
-        SparseTensor res;
-        if (dense_out) s->run(in, res);
-        dump_result(dir, m, r, 0, dense_out ? res : sparse);
+        if (dense_out) rn.call(views[0], false);
+        dump_result(dir, m, r, 0, rn.sparse);
       }
 #endif
-      Row row;
-      row.size = N * vs;
-      row.count = N;
-      row.scheme = name;
-      row.density = dens;
-      row.gamma = gam;
-      row.time_us = median(times) * 1e6;
-      row.time_min_us = *std::min_element(times.begin(), times.end()) * 1e6;
-      row.time_max_us = *std::max_element(times.begin(), times.end()) * 1e6;
-      row.sent = agg.sent;
-      row.recv = agg.recv;
-      row.push_imb = agg.push;
-      row.pull_imb = agg.pull;
-      row.wrong = agg.wrong;
-      row.encoding = s->report().encoding;
-      row.phases = s->report().phases;
-      fill_bw(row, n);
-      if (root) print_row(row, type);
-      rows.push_back(row);
+      rows.push_back(finish_runner(comm, rn, N, dt, dens, gam));
+      if (root) print_row(rows.back(), type);
     }
   }
   return rows;
 }
 
 json summarize(const std::vector<Row>& rows, bool print) {
-  // Per scheme: geometric mean over sizes of t_ref / t_scheme (> 1: faster than the reference).
-  std::map<uint64_t, std::map<std::string, double>> t;
+  // Per scheme: geometric mean over sizes of t_ref / t_scheme (> 1: faster than the reference), for
+  // every reference present in the run (zen's dense and allgather, the raw MPI baselines).
+  std::map<std::pair<std::string, uint64_t>, std::map<std::string, double>> t;  // (trace, size) -> scheme -> time
   std::vector<std::string> order;
   for (const auto& r : rows) {
-    t[r.size][r.scheme] = r.time_us;
+    t[{r.label, r.size}][r.scheme] = r.time_us;
     if (std::find(order.begin(), order.end(), r.scheme) == order.end()) order.push_back(r.scheme);
   }
+  std::vector<std::string> refs;
+  for (const char* ref : {"dense", "allgather", "mpi_allreduce", "mpi_allgatherv"})
+    if (std::find(order.begin(), order.end(), ref) != order.end()) refs.emplace_back(ref);
   json out = json::object();
-  if (print) std::printf("# summary: speedup = time(reference) / time(scheme), geometric mean over sizes\n# %13s %12s %14s\n", "scheme", "vs dense", "vs allgather");
+  if (print) {
+    std::printf("# summary: speedup = time(reference) / time(scheme), geometric mean over sizes (and traces)\n# %13s", "scheme");
+    for (const auto& ref : refs) std::printf(" %16s", ("vs " + ref).c_str());
+    std::printf("\n");
+  }
   for (const auto& s : order) {
-    double ld = 0, la = 0;
-    int nd = 0, na = 0;
-    for (const auto& [size, m] : t) {
-      if (!m.count(s) || m.at(s) <= 0) continue;
-      if (m.count("dense")) {
-        ld += std::log(m.at("dense") / m.at(s));
-        ++nd;
-      }
-      if (m.count("allgather")) {
-        la += std::log(m.at("allgather") / m.at(s));
-        ++na;
-      }
-    }
     json j;
-    if (nd) j["vs_dense"] = std::exp(ld / nd);
-    if (na) j["vs_allgather"] = std::exp(la / na);
-    out[s] = j;
-    if (print) {
-      char a[32] = "-", b[32] = "-";
-      if (nd) std::snprintf(a, sizeof a, "%.3fx", std::exp(ld / nd));
-      if (na) std::snprintf(b, sizeof b, "%.3fx", std::exp(la / na));
-      std::printf("# %13s %12s %14s\n", s.c_str(), a, b);
+    if (print) std::printf("# %13s", s.c_str());
+    for (const auto& ref : refs) {
+      double l = 0;
+      int k = 0;
+      for (const auto& [size, m] : t) {
+        if (!m.count(s) || !m.count(ref) || m.at(s) <= 0) continue;
+        l += std::log(m.at(ref) / m.at(s));
+        ++k;
+      }
+      if (k) j["vs_" + ref] = std::exp(l / k);
+      if (print) {
+        char buf[32] = "-";
+        if (k) std::snprintf(buf, sizeof buf, "%.3fx", std::exp(l / k));
+        std::printf(" %16s", buf);
+      }
     }
+    if (print) std::printf("\n");
+    out[s] = j;
   }
   return out;
 }
@@ -651,7 +923,7 @@ void finish(Communicator& comm, const Config& cfg, const std::vector<Row>& rows)
                  {"output", cfg.output}, {"seed", cfg.seed}, {"trace", cfg.trace_dir}};
   j["rows"] = json::array();
   for (const auto& r : rows) {
-    json x = {{"size", r.size},       {"count", r.count},         {"scheme", r.scheme},       {"density", r.density},
+    json x = {{"trace", r.label},     {"size", r.size},       {"count", r.count},         {"scheme", r.scheme},       {"density", r.density},
               {"gamma", r.gamma},     {"time_us", r.time_us},     {"time_min_us", r.time_min_us},
               {"time_max_us", r.time_max_us}, {"algbw_GBps", r.algbw}, {"busbw_GBps", r.busbw}, {"sent_B", r.sent},
               {"recv_B", r.recv},     {"push_imbalance", r.push_imb}, {"pull_imbalance", r.pull_imb},
@@ -683,11 +955,15 @@ int main(int argc, char** argv) {
   app.add_option("-n,--iters", cfg.iters, "timed iterations");
   app.add_option("-w,--warmup", cfg.warmup, "warm-up iterations");
   app.add_option("-c,--check", cfg.check, "check results against the dense reference (0/1)");
-  app.add_option("--scheme", cfg.schemes, "all, or a comma list of: balanced,dense,dense_native,allgather,sparcml,omnireduce,sparse_ps");
+  app.add_option("--scheme", cfg.schemes,
+                 "all, or a comma list of: balanced,dense,dense_native,allgather,sparcml,omnireduce,sparse_ps, and (under "
+                 "mpirun) the raw MPI baselines mpi_allreduce,mpi_allgatherv");
   app.add_option("--pull", cfg.pull, "balanced/sparse_ps pull encoding: auto, coo or bitmap");
   app.add_option("--output", cfg.output, "result form timed: dense (N values) or sparse (sorted COO)");
   app.add_option("--index", cfg.index, "input index type: i32 or i64");
-  app.add_option("--trace", cfg.trace_dir, "replay a trace directory (docs/trace-format.md) instead of synthetic inputs");
+  app.add_option("--trace", cfg.trace_dir,
+                 "replay a trace directory (docs/trace-format.md) instead of synthetic inputs; a comma list times several "
+                 "traces in the same rounds");
   app.add_option("--dump", cfg.dump_dir, "write every rank's result per iteration as a trace under DIR/<scheme>/");
   app.add_option("--json", cfg.json_file, "write all rows and the summary as JSON (rank 0)");
   app.add_option("--threads", cfg.threads, "run N ranks as threads on the loopback backend (no MPI)");

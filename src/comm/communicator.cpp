@@ -1,5 +1,6 @@
 #include "zen/comm/communicator.hpp"
 
+#include <algorithm>
 #include <numeric>
 
 namespace zen {
@@ -170,6 +171,41 @@ void Communicator::allreduce(void* buf, size_t count, DType dtype, ReduceOp op) 
       size_t own = ring_chunk_bytes(count, dtype_size(dtype), size(), rank());
       stats_.sent[static_cast<size_t>(CommOp::Allreduce)] += 2 * (total - own);
       stats_.recv[static_cast<size_t>(CommOp::Allreduce)] += 2 * (total - own);
+    }
+  });
+}
+
+void Communicator::do_allreduce_or(void* buf, size_t bytes) {
+  const int n = size(), r = rank();
+  if (n == 1 || bytes == 0) return;
+  auto* b = static_cast<uint8_t*>(buf);
+  std::vector<size_t> off(static_cast<size_t>(n) + 1, 0);
+  size_t maxc = 0;
+  for (int i = 0; i < n; ++i) {
+    off[i + 1] = off[i] + ring_chunk_bytes(bytes, 1, n, i);
+    maxc = std::max(maxc, off[i + 1] - off[i]);
+  }
+  if (or_tmp_.size() < maxc) or_tmp_.resize(maxc);
+  const int right = (r + 1) % n, left = (r + n - 1) % n;
+  constexpr int kTag = 16383;
+  for (int s = 0; s < n - 1; ++s) {  // reduce-scatter: rank r ends with chunk r
+    const int sc = ((r - s - 1) % n + n) % n, rc = ((r - s - 2) % n + n) % n;
+    do_sendrecv(b + off[sc], off[sc + 1] - off[sc], right, or_tmp_.data(), off[rc + 1] - off[rc], left, kTag);
+    for (size_t i = 0; i < off[rc + 1] - off[rc]; ++i) b[off[rc] + i] = static_cast<uint8_t>(b[off[rc] + i] | or_tmp_[i]);
+  }
+  for (int s = 0; s < n - 1; ++s) {  // allgather
+    const int sc = ((r - s) % n + n) % n, rc = ((r - s - 1) % n + n) % n;
+    do_sendrecv(b + off[sc], off[sc + 1] - off[sc], right, b + off[rc], off[rc + 1] - off[rc], left, kTag);
+  }
+}
+
+void Communicator::allreduce_or(void* buf, size_t bytes) {
+  run_op(CommOp::Allreduce, [&] {
+    do_allreduce_or(buf, bytes);
+    if (size() > 1) {
+      const size_t own = ring_chunk_bytes(bytes, 1, size(), rank());
+      stats_.sent[static_cast<size_t>(CommOp::Allreduce)] += 2 * (bytes - own);
+      stats_.recv[static_cast<size_t>(CommOp::Allreduce)] += 2 * (bytes - own);
     }
   });
 }

@@ -34,22 +34,23 @@ SparseTensor to_tensor(const SparseView& v) {
 }
 
 void validate(const SparseView& v, int rank, const char* op) {
-  const std::string where = "rank " + std::to_string(rank) + " " + op + ": ";
-  ZEN_ENFORCE(v.row_width >= 1, where + "row width must be >= 1");
+  // The message is built only on failure (a call that passes allocates nothing).
+  auto where = [&] { return "rank " + std::to_string(rank) + " " + op + ": "; };
+  ZEN_ENFORCE(v.row_width >= 1, where() + "row width must be >= 1");
   ZEN_ENFORCE(v.dense_len % v.row_width == 0,
-              where + "dense length " + std::to_string(v.dense_len) + " is not divisible by row width " +
+              where() + "dense length " + std::to_string(v.dense_len) + " is not divisible by row width " +
                   std::to_string(v.row_width));
-  ZEN_ENFORCE(v.dense_len <= (1ULL << 63), where + "dense length " + std::to_string(v.dense_len) + " exceeds 2^63");
-  ZEN_ENFORCE(v.space == MemSpace::Host, where + "host path given a device tensor");
+  ZEN_ENFORCE(v.dense_len <= (1ULL << 63), where() + "dense length " + std::to_string(v.dense_len) + " exceeds 2^63");
+  ZEN_ENFORCE(v.space == MemSpace::Host, where() + "host path given a device tensor");
   const uint64_t rows = v.rows();
   if (v.index_type == IndexType::I32)
-    ZEN_ENFORCE(rows <= (1ULL << 31), where + "int32 indices cannot address " + std::to_string(rows) +
+    ZEN_ENFORCE(rows <= (1ULL << 31), where() + "int32 indices cannot address " + std::to_string(rows) +
                                           " rows (N/D >= 2^31); use int64 indices");
-  ZEN_ENFORCE(v.nnz == 0 || (v.indices && v.values), where + "null indices or values with nnz " + std::to_string(v.nnz));
+  ZEN_ENFORCE(v.nnz == 0 || (v.indices && v.values), where() + "null indices or values with nnz " + std::to_string(v.nnz));
   for (size_t i = 0; i < v.nnz; ++i) {
     int64_t x = v.index_at(i);
     if (x < 0 || static_cast<uint64_t>(x) >= rows)
-      ZEN_THROW(Result::InvalidArgument, where + "index " + std::to_string(x) + " at position " + std::to_string(i) +
+      ZEN_THROW(Result::InvalidArgument, where() + "index " + std::to_string(x) + " at position " + std::to_string(i) +
                                              " is outside [0, " + std::to_string(rows) + ")");
   }
 }

@@ -14,8 +14,16 @@ constexpr uint32_t kTail = 0xFFFFFFFFu;  // slot_of: the entry is in the serial 
 constexpr uint32_t kBad = 0xFFFFFFFEu;   // slot_of: index out of range
 }  // namespace
 
+// The parallel regions are plain words updated with the compiler's atomic builtins while the table
+// is built (pass 1) and read plainly afterwards (the pool's join orders the two), so that the
+// compaction scans vectorize.
+inline uint32_t load_slot(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+inline bool cas_slot(uint32_t* p, uint32_t& expected, uint32_t desired) {
+  return __atomic_compare_exchange_n(p, &expected, desired, true, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
 struct HierarchicalHash::Impl {
-  std::unique_ptr<std::atomic<uint32_t>[]> par;  // parallel regions; all EMPTY between calls
+  std::unique_ptr<uint32_t[]> par;  // parallel regions; all EMPTY between calls
   size_t par_cap = 0;
   bool par_dirty = false;  // a call ended early: clear everything before the next one
   std::vector<uint32_t> ser;
@@ -53,10 +61,10 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
   // Storage (grow only). A grown or dirty table is reset to EMPTY once.
   if (s.par_cap < nslots || s.par_dirty) {
     if (s.par_cap < nslots) {
-      s.par.reset(new std::atomic<uint32_t>[nslots]);
+      s.par.reset(new uint32_t[nslots]);
       s.par_cap = nslots;
     }
-    for (size_t i = 0; i < s.par_cap; ++i) s.par[i].store(kEmpty, std::memory_order_relaxed);
+    std::fill(s.par.get(), s.par.get() + s.par_cap, kEmpty);
     s.par_dirty = false;
   }
   if (s.cnt_cap < n) {
@@ -85,13 +93,15 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
     hseed[j] = mix_seed(mix64(cfg.seed * 0x100000001b3ULL + static_cast<uint64_t>(j) + 1));
 
   s.par_dirty = true;  // until compaction has cleared what this call wrote
-  std::atomic<uint32_t>* par = s.par.get();
+  uint32_t* par = s.par.get();
   uint32_t* ser = s.ser.data();
   uint64_t* epos = s.epos.data();
   uint32_t* slot_of = s.slot_of.data();
 
   // Pass 1: place every entry (parallel over contiguous input chunks).
-  auto place = [&](int t) {
+  // One task: plain loads and stores (no other thread); several: compare-and-swap.
+  auto place = [&](int t, auto atomic_tag) {
+    constexpr bool kAtomic = decltype(atomic_tag)::value;
     const size_t b = detail::ThreadPool::chunk_begin(nnz, tasks, t), e = detail::ThreadPool::chunk_begin(nnz, tasks, t + 1);
     uint64_t placed_par = 0, placed_ser = 0;
     bool dup = false;
@@ -108,16 +118,21 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
       if (fwd) part.divmod(fwd[x], &q, &p);
       else part.locate(x, &p, &q);
       epos[i] = q;
-      std::atomic<uint32_t>* region = par + static_cast<size_t>(p) * cap1;
+      uint32_t* region = par + static_cast<size_t>(p) * cap1;
       const uint32_t me = static_cast<uint32_t>(i);
       bool placed = false;
       for (int j = 0; j < cfg.hash_functions && !placed; ++j) {
         const size_t sl = static_cast<size_t>(reduce_range(hash64_mixed(x, hseed[j]), cap1));
-        uint32_t cur = region[sl].load(std::memory_order_acquire);
+        uint32_t cur = kAtomic ? load_slot(region + sl) : region[sl];
         for (;;) {
           if (cur == kEmpty) {
+            if constexpr (!kAtomic) {
+              region[sl] = me;
+              placed = true;
+              break;
+            }
             // compare-and-swap: a slot is claimed by exactly one key, no check-then-store race.
-            if (region[sl].compare_exchange_weak(cur, me, std::memory_order_acq_rel, std::memory_order_acquire)) {
+            if (cas_slot(region + sl, cur, me)) {
               placed = true;
               break;
             }
@@ -126,9 +141,10 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
           if (static_cast<uint64_t>(in.index_at(cur)) == x) {
             // Same key: merge. The slot keeps the smallest entry id of the key (atomic min).
             dup = true;
-            while (me < cur &&
-                   !region[sl].compare_exchange_weak(cur, me, std::memory_order_acq_rel, std::memory_order_acquire)) {
-            }
+            if constexpr (kAtomic) {
+              while (me < cur && !cas_slot(region + sl, cur, me)) {
+              }
+            }  // one task: entries arrive in ascending order, the slot already holds the smallest
             placed = true;
           }
           break;  // merged, or another key: next hash function
@@ -140,7 +156,8 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
         continue;
       }
       slot_of[i] = kTail;
-      const uint64_t c = s.cnt[p].fetch_add(1, std::memory_order_relaxed);
+      const uint64_t c = kAtomic ? s.cnt[p].fetch_add(1, std::memory_order_relaxed) : s.cnt[p].load(std::memory_order_relaxed);
+      if constexpr (!kAtomic) s.cnt[p].store(c + 1, std::memory_order_relaxed);
       if (c < cap2) {
         ser[static_cast<size_t>(p) * cap2 + c] = me;
         ++placed_ser;
@@ -152,8 +169,8 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
     s.task_ser[static_cast<size_t>(t)] = placed_ser;
     s.task_dup[static_cast<size_t>(t)] = dup;
   };
-  if (tasks > 1) pool->run(tasks, place);
-  else place(0);
+  if (tasks > 1) pool->run(tasks, [&](int t) { place(t, std::true_type{}); });
+  else place(0, std::false_type{});
 
   uint64_t bad = ~uint64_t{0};
   for (int t = 0; t < tasks; ++t) bad = std::min(bad, s.task_bad[static_cast<size_t>(t)]);
@@ -168,6 +185,7 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
   for (uint32_t p = 0; p < n; ++p) {
     auto& L = s.tail[p];
     L.clear();
+    if (L.capacity() < cap2) L.reserve(cap2);  // a full serial region fits: no growth call to call
     const size_t ns = std::min<uint64_t>(s.cnt[p].load(std::memory_order_relaxed), cap2);
     L.insert(L.end(), ser + static_cast<size_t>(p) * cap2, ser + static_cast<size_t>(p) * cap2 + ns);
   }
@@ -184,9 +202,9 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
   // Count keys per owner (parallel region scan + tail runs).
   const int otasks = pool ? std::min<int>(pool->tasks_for(nslots, size_t{1} << 15), static_cast<int>(n)) : 1;
   auto count_owner = [&](uint32_t p) {
-    const std::atomic<uint32_t>* region = par + static_cast<size_t>(p) * cap1;
+    const uint32_t* region = par + static_cast<size_t>(p) * cap1;
     size_t k = 0;
-    for (size_t sl = 0; sl < cap1; ++sl) k += region[sl].load(std::memory_order_relaxed) != kEmpty;
+    for (size_t sl = 0; sl < cap1; ++sl) k += region[sl] != kEmpty;
     s.kpar[p] = k;
     auto& L = s.tail[p];
     if (L.size() > 1) std::sort(L.begin(), L.end(), by_key);
@@ -218,12 +236,12 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
 
   // Compaction: per owner, parallel region (slot order) then the merged tail; clears the slots.
   auto fill_owner = [&](uint32_t p) {
-    std::atomic<uint32_t>* region = par + static_cast<size_t>(p) * cap1;
+    uint32_t* region = par + static_cast<size_t>(p) * cap1;
     size_t k = out.offsets[p];
     for (size_t sl = 0; sl < cap1; ++sl) {
-      const uint32_t v = region[sl].load(std::memory_order_relaxed);
+      const uint32_t v = region[sl];
       if (v == kEmpty) continue;
-      region[sl].store(kEmpty, std::memory_order_relaxed);
+      region[sl] = kEmpty;
       s.slot_key[static_cast<size_t>(p) * cap1 + sl] = static_cast<uint32_t>(k);
       out.rep[k] = v;
       out.pos[k] = epos[v];

@@ -28,8 +28,10 @@ struct OwnerMeta {
   uint64_t encoding;     // 0 = COO positions, 1 = hash bitmap
 };
 
-// Tables of pi / pi^-1 over all R rows are built once they pay for themselves (the plan has evaluated
-// pi at least R/4 times) and while they stay below this many rows (4 bytes each).
+// Tables of pi / pi^-1 over all R rows (4 bytes each) are built when they pay for themselves within a
+// few calls (R <= 32 x the call's entries) and stay below kTableRows rows. The decision is taken at the
+// first call and again only when a call brings more entries than any before (a larger call may
+// allocate; a call of the same or a smaller size never does).
 constexpr uint64_t kTableRows = uint64_t{1} << 24;
 
 struct Workspace {
@@ -41,13 +43,14 @@ struct Workspace {
   plan::OwnerState owner;
   std::vector<plan::Segment> segs;
   std::vector<float> dup_acc;     // 16-bit inputs with duplicates: fp32 sums per key
+  std::vector<uint64_t> row_off;  // inputs with duplicates: push-buffer offset of each key's row
   std::vector<OwnerMeta> meta;
   OwnerMeta mine{};
   std::vector<uint64_t> owner_k, owner_base, val_off;
   std::vector<plan::KV> kv, kv_tmp;
   plan::RadixSort sorter;
   std::vector<uint32_t> fwd, inv;  // pi and pi^-1 over rows (when cached)
-  uint64_t pi_work = 0;
+  size_t max_nnz = 0;
   std::vector<uint64_t> loads_push;
 };
 
@@ -74,11 +77,13 @@ class Balanced final : public SparseAllreduce {
   uint64_t rows() const { return spec_.dense_len / spec_.row_width; }
   bool tables_ready() const { return !ws_->fwd.empty(); }
 
-  // Cache pi and pi^-1 over all rows once the plan has spent about that much work evaluating them.
-  void maybe_build_tables() {
+  // Cache pi and pi^-1 over all rows when the call's size makes them worth it (see kTableRows).
+  void maybe_build_tables(size_t nnz) {
     Workspace& w = *ws_;
     const uint64_t R = rows();
-    if (tables_ready() || R == 0 || R > kTableRows || w.pi_work < R / 4) return;
+    if (tables_ready() || nnz <= w.max_nnz) return;
+    w.max_nnz = nnz;
+    if (R == 0 || R > kTableRows || R > 32 * static_cast<uint64_t>(nnz)) return;
     w.fwd.resize(R);
     w.inv.resize(R);
     pool().parallel_for(R, size_t{1} << 14, [&](size_t b, size_t e, int) {
@@ -103,7 +108,7 @@ class Balanced final : public SparseAllreduce {
     const size_t un = static_cast<size_t>(n);
     const size_t D = spec_.row_width, vs = sizeof(T), rb = D * vs;
     const size_t isz = index_size(wire_), eb = isz + rb;
-    maybe_build_tables();
+    maybe_build_tables(in.nnz);
 
     // 1. Hash partition: owner + position per entry, equal keys merged (smallest entry id kept).
     HashPartition& hp = w.hp;
@@ -116,7 +121,6 @@ class Balanced final : public SparseAllreduce {
       cfg.seed = opt_.seed ^ (0x51ed2701ULL * static_cast<uint64_t>(me + 1));
       w.hash.partition(in, part_, cfg, &tp, hp, tables_ready() ? w.fwd.data() : nullptr);
       report_.serial_overflows = hp.overflowed_owners;
-      w.pi_work += in.nnz;
     }
 
     // 2. Counts (alltoall) and push buffer layout. The own segment stays local (count 0 to self).
@@ -154,6 +158,9 @@ class Balanced final : public SparseAllreduce {
       };
       auto key_at = [&](uint32_t p, size_t j) { return sbuf + w.sdispl[p] + j * isz; };
       auto row_at = [&](uint32_t p, size_t j) { return sbuf + w.sdispl[p] + w.scount[p] * isz + j * rb; };
+      const bool dups = hp.duplicates;
+      uint64_t* rowoff = dups ? plan::grow(w.row_off, K) : nullptr;
+      // Keys, and the rows when every key has one entry; with duplicates the row offsets.
       tp.parallel_for(K, size_t{1} << 12, [&](size_t b, size_t e, int) {
         uint32_t p = 0;
         size_t j = seg_of(b, p);
@@ -162,54 +169,42 @@ class Balanced final : public SparseAllreduce {
             ++p;
             j = 0;
           }
-          const uint64_t q = hp.pos[k];
-          if (isz == 4) store_as<uint32_t>(key_at(p, j), static_cast<uint32_t>(q));
-          else store_as<uint64_t>(key_at(p, j), q);
-          std::memcpy(row_at(p, j), vals + static_cast<size_t>(hp.rep[k]) * rb, rb);  // the key's first entry
+          plan::store_key(key_at(p, j), 0, isz, hp.pos[k]);
+          if (dups) {
+            rowoff[k] = static_cast<uint64_t>(row_at(p, j) - sbuf);
+          } else {
+            if (k + plan::kPrefetchAhead < e) plan::prefetch_row(vals + static_cast<size_t>(hp.rep[k + plan::kPrefetchAhead]) * rb, rb);
+            std::memcpy(row_at(p, j), vals + static_cast<size_t>(hp.rep[k]) * rb, rb);
+          }
         }
       });
-      if (hp.duplicates) {
-        // Add the other occurrences, in ascending entry order: each task owns a range of keys and
-        // scans the entries in order (the sum's order never depends on the thread count).
-        const bool wide = !std::is_same_v<A, T>;
+      if (dups) {
+        // One pass over the entries in ascending order: a key's first entry (its representative)
+        // is copied, the others added. Each task owns a range of keys and scans all entries, so the
+        // order of every sum is the input order whatever the thread count.
+        constexpr bool wide = !std::is_same_v<A, T>;
         float* fa = wide ? plan::grow(w.dup_acc, K * D) : nullptr;
-        const int tasks = tp.tasks_for(in.nnz, size_t{1} << 14);
-        // Row address of key k in the push buffer (owner segments are in key order).
-        auto key_row = [&](size_t k) {
-          uint32_t p;
-          const size_t j = seg_of(k, p);
-          return row_at(p, j);
-        };
-        if (wide) {
-          tp.parallel_for(K, size_t{1} << 12, [&](size_t b, size_t e, int) {
-            for (size_t k = b; k < e; ++k) {
-              const uint8_t* src = vals + static_cast<size_t>(hp.rep[k]) * rb;
-              for (size_t c = 0; c < D; ++c) fa[k * D + c] = static_cast<float>(load_as<T>(src + c * vs));
-            }
-          });
-        }
+        const int tasks = tp.tasks_for(in.nnz * D, size_t{1} << 16);
+        const uint32_t* key_of = hp.key_of.data();
+        const uint32_t* rep = hp.rep.data();
         tp.run(tasks, [&](int t) {
           const size_t kb = detail::ThreadPool::chunk_begin(K, tasks, t), ke = detail::ThreadPool::chunk_begin(K, tasks, t + 1);
           for (size_t i = 0; i < in.nnz; ++i) {
-            const size_t k = hp.key_of[i];
-            if (k < kb || k >= ke || hp.rep[k] == i) continue;
+            const size_t k = key_of[i];
+            if (k < kb || k >= ke) continue;
             const uint8_t* src = vals + i * rb;
-            if (wide) {
-              for (size_t c = 0; c < D; ++c) fa[k * D + c] += static_cast<float>(load_as<T>(src + c * vs));
+            if constexpr (wide) {
+              if (rep[k] == i) plan::row_load<T>(fa + k * D, src, D);
+              else plan::row_add<T>(fa + k * D, src, D);
             } else {
-              uint8_t* dst = key_row(k);
-              for (size_t c = 0; c < D; ++c) store_as<T>(dst + c * vs, load_as<T>(dst + c * vs) + load_as<T>(src + c * vs));
+              uint8_t* dst = sbuf + rowoff[k];
+              if (rep[k] == i) std::memcpy(dst, src, rb);
+              else plan::row_add_bytes<T>(dst, src, D);
             }
           }
+          if constexpr (wide)
+            for (size_t k = kb; k < ke; ++k) plan::row_store<T>(sbuf + rowoff[k], fa + k * D, D);
         });
-        if (wide) {
-          tp.parallel_for(K, size_t{1} << 12, [&](size_t b, size_t e, int) {
-            for (size_t k = b; k < e; ++k) {
-              uint8_t* dst = key_row(k);
-              for (size_t c = 0; c < D; ++c) store_as<T>(dst + c * vs, static_cast<T>(fa[k * D + c]));
-            }
-          });
-        }
       }
     }
     {
@@ -286,7 +281,6 @@ class Balanced final : public SparseAllreduce {
     }
     const uint64_t total = w.owner_base[un];
     report_.result_nnz = total;
-    w.pi_work += total;
     // f(global row, owner p, k-th row of p) for every result row of the owners in task t's share.
     auto for_rows = [&](uint32_t p, auto&& f) {
       plan::for_positions(all + w.pdispl[p], w.meta[p].encoding != 0, part_.owner_size(p), w.meta[p].result_rows, isz,
@@ -325,6 +319,7 @@ class Balanced final : public SparseAllreduce {
     uint8_t* ov = sparse_out->values.data();
     tp.parallel_for(total, size_t{1} << 13, [&](size_t b, size_t e, int) {
       for (size_t k = b; k < e; ++k) {
+        if (k + plan::kPrefetchAhead < e) plan::prefetch_row(all + kv[k + plan::kPrefetchAhead].val, rb);
         oi[k] = static_cast<int64_t>(kv[k].key);
         std::memcpy(ov + k * rb, all + kv[k].val, rb);
       }

@@ -1,8 +1,8 @@
 // Dense baseline through the backend's native allreduce (MPI_Allreduce, ncclAllReduce, loopback).
 // Dense output: the local rows are written into the caller's buffer and reduced there in place (one
 // native allreduce, as a user's own MPI_Allreduce would). Sparse output: the same in the plan's
-// buffer, and the support travels as an R-bit presence bitmap ring-ORed over sendrecv (the native
-// allreduce has no OR on bytes). See docs/algorithms.md, "dense_native". A plan: no steady-state
+// buffer, and the support travels as an R-bit presence bitmap ORed by a native allreduce (MPI_BOR on
+// bytes). See docs/algorithms.md, "dense_native". A plan: no steady-state
 // allocation.
 #include <cstring>
 
@@ -13,9 +13,7 @@
 namespace zen {
 namespace {
 
-struct Workspace : plan::DenseWorkspace {
-  baseline::RingScratch ring;
-};
+struct Workspace : plan::DenseWorkspace {};
 
 class DenseNative final : public SparseAllreduce {
  public:
@@ -54,7 +52,7 @@ class DenseNative final : public SparseAllreduce {
     for (size_t i = 0; i < loc.k; ++i) baseline::set_bit(bm, static_cast<uint64_t>(loc.keys[i]));
     {
       Phase ph(*this, "support");
-      baseline::ring_or(comm_, bm, bmb, 2, w.ring);
+      if (comm_.size() > 1) comm_.allreduce_or(bm, bmb);
     }
     baseline::dense_with_support_to_sparse(buf, bm, spec_, *sparse_out);
   }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "plan_util.hpp"
@@ -26,6 +27,54 @@ template <typename T>
 inline void store_as(uint8_t* p, T x) {
   std::memcpy(p, static_cast<const void*>(&x), sizeof(T));
 }
+/// Row operations on value rows that may sit at any byte offset of a message (after 4-byte keys):
+/// plain vectorizable loops through a 1-byte-aligned alias of T where T is float/double, memcpy
+/// conversions for the 16-bit types (accumulated in fp32).
+template <typename T, typename A>
+inline void row_load(A* dst, const uint8_t* src, size_t D) {
+  if constexpr (std::is_same_v<A, T>) {
+    std::memcpy(dst, src, D * sizeof(T));
+  } else {
+    for (size_t c = 0; c < D; ++c) dst[c] = static_cast<A>(load_as<T>(src + c * sizeof(T)));
+  }
+}
+template <typename T, typename A>
+inline void row_add(A* __restrict dst, const uint8_t* __restrict src, size_t D) {
+  if constexpr (std::is_same_v<A, T>) {
+    typedef T Unaligned __attribute__((aligned(1), may_alias));
+    const Unaligned* u = reinterpret_cast<const Unaligned*>(src);
+    for (size_t c = 0; c < D; ++c) dst[c] += u[c];
+  } else {
+    for (size_t c = 0; c < D; ++c) dst[c] += static_cast<A>(load_as<T>(src + c * sizeof(T)));
+  }
+}
+/// Prefetch the cache lines of a row of `bytes` bytes (rows are visited in random order: hide latency).
+inline void prefetch_row(const void* p, size_t bytes, bool write = false) {
+  const auto* b = static_cast<const char*>(p);
+  for (size_t o = 0; o < bytes && o < 512; o += 64) {
+    if (write) __builtin_prefetch(b + o, 1);
+    else __builtin_prefetch(b + o, 0);
+  }
+}
+constexpr size_t kPrefetchAhead = 8;
+
+/// dst[c] += src[c] for rows of T at any byte offsets (T = float or double).
+template <typename T>
+inline void row_add_bytes(uint8_t* __restrict dst, const uint8_t* __restrict src, size_t D) {
+  typedef T Unaligned __attribute__((aligned(1), may_alias));
+  Unaligned* d = reinterpret_cast<Unaligned*>(dst);
+  const Unaligned* u = reinterpret_cast<const Unaligned*>(src);
+  for (size_t c = 0; c < D; ++c) d[c] += u[c];
+}
+template <typename T, typename A>
+inline void row_store(uint8_t* dst, const A* src, size_t D) {
+  if constexpr (std::is_same_v<A, T>) {
+    std::memcpy(dst, src, D * sizeof(T));
+  } else {
+    for (size_t c = 0; c < D; ++c) store_as<T>(dst + c * sizeof(T), static_cast<T>(src[c]));
+  }
+}
+
 inline uint64_t load_key(const uint8_t* keys, size_t k, size_t isz) {
   return isz == 4 ? load_as<uint32_t>(keys + 4 * k) : load_as<uint64_t>(keys + 8 * k);
 }
@@ -131,6 +180,10 @@ uint64_t owner_accumulate(OwnerState& st, const Segment* segs, int n, size_t isz
       const uint64_t cnt = segs[src].count;
       const uint8_t* rows = keys + cnt * isz;
       for (size_t k = 0; k < cnt; ++k) {
+        if (k + kPrefetchAhead < cnt) {
+          const uint64_t qa = load_key(keys, k + kPrefetchAhead, isz);
+          if (qa >= lo && qa < hi) prefetch_row(acc + qa * D, D * sizeof(A), true);
+        }
         const uint64_t q = load_key(keys, k, isz);
         if (q < lo || q >= hi) continue;
         A* a = acc + q * D;
@@ -140,9 +193,9 @@ uint64_t owner_accumulate(OwnerState& st, const Segment* segs, int n, size_t isz
         if (!(word & bit)) {
           word |= bit;
           ++f;
-          for (size_t c = 0; c < D; ++c) a[c] = static_cast<A>(load_as<T>(v + c * vs));
+          row_load<T>(a, v, D);
         } else {
-          for (size_t c = 0; c < D; ++c) a[c] += static_cast<A>(load_as<T>(v + c * vs));
+          row_add<T>(a, v, D);
         }
       }
     }
@@ -201,9 +254,7 @@ void owner_write(OwnerState& st, size_t isz, size_t D, bool bitmap, uint8_t* msg
         const uint64_t q = i * 64 + static_cast<uint64_t>(__builtin_ctzll(x));
         x &= x - 1;
         if (!bitmap) store_key(msg, o, isz, q);
-        uint8_t* d = vout + o * rb;
-        const A* a = acc + q * D;
-        for (size_t c = 0; c < D; ++c) store_as<T>(d + c * vs, static_cast<T>(a[c]));
+        row_store<T>(vout + o * rb, acc + q * D, D);
         ++o;
       }
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -50,21 +51,23 @@ SparseAllreduce::SparseAllreduce(Communicator& comm, const TensorSpec& spec, con
 }
 
 void SparseAllreduce::prepare(const SparseView& in) {
-  const std::string op = std::string("sparse allreduce (") + name() + ")";
-  const std::string where = "rank " + std::to_string(comm_.rank()) + " " + op + ": ";
-  ZEN_ENFORCE(in.dense_len == spec_.dense_len, where + "input N=" + std::to_string(in.dense_len) +
+  // Built on a stack buffer: the per-call checks allocate nothing (messages are built on failure).
+  char op[96];
+  std::snprintf(op, sizeof op, "sparse allreduce (%s)", name());
+  auto where = [&] { return "rank " + std::to_string(comm_.rank()) + " " + op + ": "; };
+  ZEN_ENFORCE(in.dense_len == spec_.dense_len, where() + "input N=" + std::to_string(in.dense_len) +
                                                    " differs from the scheme's N=" + std::to_string(spec_.dense_len));
-  ZEN_ENFORCE(in.row_width == spec_.row_width, where + "input row width " + std::to_string(in.row_width) +
+  ZEN_ENFORCE(in.row_width == spec_.row_width, where() + "input row width " + std::to_string(in.row_width) +
                                                    " differs from the scheme's " + std::to_string(spec_.row_width));
-  ZEN_ENFORCE(in.dtype == spec_.dtype, where + "input dtype " + dtype_name(in.dtype) + " differs from the scheme's " +
+  ZEN_ENFORCE(in.dtype == spec_.dtype, where() + "input dtype " + dtype_name(in.dtype) + " differs from the scheme's " +
                                            dtype_name(spec_.dtype));
-  if (opt_.validate) validate(in, comm_.rank(), op.c_str());
+  if (opt_.validate) validate(in, comm_.rank(), op);
   if (opt_.duplicates == DuplicatePolicy::Reject && has_duplicates(in)) {
     std::vector<int64_t> idx(in.nnz);
     for (size_t i = 0; i < in.nnz; ++i) idx[i] = in.index_at(i);
     std::sort(idx.begin(), idx.end());
     const auto dup = std::adjacent_find(idx.begin(), idx.end());
-    ZEN_THROW(Result::InvalidArgument, where + "duplicate index " + std::to_string(*dup) +
+    ZEN_THROW(Result::InvalidArgument, where() + "duplicate index " + std::to_string(*dup) +
                                            " in the input (policy: reject; use DuplicatePolicy::Sum to sum duplicates)");
   }
 }

@@ -148,6 +148,7 @@ TraceMeta generate_corpus(const Corpus& corpus, const CorpusConfig& cfg, const s
                 " tokens=" + std::to_string(corpus.tokens) + " vocab=" + std::to_string(V) +
                 " n=" + std::to_string(cfg.ranks) + " B=" + std::to_string(cfg.batch) + " D=" + std::to_string(D) +
                 " shuffle=" + (cfg.shuffle ? "1" : "0") + " seed=" + std::to_string(cfg.seed) +
+                (cfg.occurrences ? " rows=occurrences" : "") +
                 " values=int{-8..8}\\0";
   write_meta(out_dir, meta);
 
@@ -169,7 +170,9 @@ TraceMeta generate_corpus(const Corpus& corpus, const CorpusConfig& cfg, const s
       const uint64_t base = (static_cast<uint64_t>(t) * cfg.ranks + r) * static_cast<uint64_t>(cfg.batch);
       for (int j = 0; j < cfg.batch; ++j) {
         for (int32_t w : sentence_at(base + j)) {
-          if (!seen[w]) {
+          if (cfg.occurrences) {
+            rows.push_back(w);
+          } else if (!seen[w]) {
             seen[w] = 1;
             rows.push_back(w);
           }
@@ -177,8 +180,10 @@ TraceMeta generate_corpus(const Corpus& corpus, const CorpusConfig& cfg, const s
       }
       for (int64_t w : rows) seen[w] = 0;
       vals.resize(rows.size() * D);
+      // Occurrence k of the batch draws its own values (keyed by its position in the batch).
       for (size_t i = 0; i < rows.size(); ++i)
-        for (int64_t c = 0; c < D; ++c) vals[i * D + c] = value_at(cfg.seed, r, t, rows[i] * D + c);
+        for (int64_t c = 0; c < D; ++c)
+          vals[i * D + c] = value_at(cfg.seed, r, t, cfg.occurrences ? static_cast<int64_t>(i) * D + c : rows[i] * D + c);
       const std::vector<uint8_t> raw = values_from_double(vals, cfg.dtype);
       if (cfg.row_level) {
         write_rank_iter(out_dir, meta, r, t, rows.data(), rows.size(), raw.data());

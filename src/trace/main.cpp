@@ -63,6 +63,8 @@ int main(int argc, char** argv) {
   corpus->add_option("--seed", cc.seed, "seed for sentence shuffle and values")->capture_default_str();
   corpus->add_flag("--no-shuffle", no_shuffle, "take sentences in corpus order");
   corpus->add_flag("--row-level", cc.row_level, "write row indices with row_width D (smaller trace)");
+  corpus->add_flag("--occurrences", cc.occurrences,
+                   "uncoalesced: one row per token occurrence (as nn.Embedding(sparse=True) emits it), not one per distinct token");
   corpus->add_option("--split", split, "sentence split: lines (one per non-blank line) or punct")
       ->check(CLI::IsMember({"lines", "punct"}))
       ->capture_default_str();

@@ -35,6 +35,23 @@ void check_allreduce(Communicator& c, size_t count) {
   EXPECT_EQ(d.sent[static_cast<size_t>(CommOp::Allreduce)], expect);
 }
 
+// Bitwise OR: rank r sets bit (i + r) % 8 of byte i, and byte 3 of every 7 is untouched by all.
+inline void check_allreduce_or(Communicator& c, size_t bytes) {
+  const int n = c.size(), r = c.rank();
+  std::vector<uint8_t> b(bytes);
+  for (size_t i = 0; i < bytes; ++i) b[i] = i % 7 == 3 ? 0 : static_cast<uint8_t>(1u << ((i + static_cast<size_t>(r)) % 8));
+  auto before = c.stats();
+  c.allreduce_or(b.data(), bytes);
+  for (size_t i = 0; i < bytes; ++i) {
+    uint8_t want = 0;
+    if (i % 7 != 3)
+      for (int p = 0; p < n; ++p) want = static_cast<uint8_t>(want | (1u << ((i + static_cast<size_t>(p)) % 8)));
+    ASSERT_EQ(b[i], want) << "rank " << r << " byte " << i;
+  }
+  auto d = c.stats() - before;
+  EXPECT_EQ(d.sent[static_cast<size_t>(CommOp::Allreduce)], n > 1 ? 2 * (bytes - ring_chunk_bytes(bytes, 1, n, r)) : 0);
+}
+
 // Rank r sends (r + p + 1) * scale elements to p; every element encodes (source, dest, position).
 inline void check_alltoallv(Communicator& c, size_t scale) {
   const int n = c.size(), r = c.rank();
@@ -134,6 +151,7 @@ inline void run_comm_suite(Communicator& c) {
     check_allreduce<double>(c, count);
     check_allreduce<half>(c, count);
     check_allreduce<bfloat16>(c, count);
+    check_allreduce_or(c, count);
     check_broadcast_p2p_barrier(c, count);
     check_alltoallv(c, count);
     check_allgatherv(c, count);

@@ -310,10 +310,16 @@ inline std::vector<Traffic> expected_traffic(const std::string& scheme, const Ca
   if (scheme == "dense" || scheme == "dense_native") {
     if (scheme == "dense") {
       ring(N, vs);
-    } else if (n > 1) {
-      for (int r = 0; r < n; ++r) t[r].sent = t[r].recv = 2 * (N * vs - chunk(N, vs, n, r));
+      if (sparse_out) ring(Rb, 1);
+    } else if (n > 1) {  // native allreduce of the values, native OR of the support bitmap
+      for (int r = 0; r < n; ++r) {
+        t[r].sent = t[r].recv = 2 * (N * vs - chunk(N, vs, n, r));
+        if (sparse_out) {
+          t[r].sent += 2 * (Rb - chunk(Rb, 1, n, r));
+          t[r].recv += 2 * (Rb - chunk(Rb, 1, n, r));
+        }
+      }
     }
-    if (sparse_out) ring(Rb, 1);
   } else if (scheme == "allgather") {
     const uint64_t e = iw_for(R) + D * vs;
     uint64_t tot = 0;

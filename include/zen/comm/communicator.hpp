@@ -86,6 +86,8 @@ class Communicator {
   void alltoall(const void* sbuf, size_t bytes, void* rbuf);
   /// In-place dense allreduce with the backend's native algorithm (MPI_Allreduce, ncclAllReduce, ...).
   void allreduce(void* buf, size_t count, DType dtype, ReduceOp op = ReduceOp::Sum);
+  /// In-place bitwise OR of `bytes` bytes over all ranks (presence bitmaps); counted as an allreduce.
+  void allreduce_or(void* buf, size_t bytes);
   void broadcast(void* buf, size_t bytes, int root);
   void barrier();
 
@@ -135,6 +137,8 @@ class Communicator {
   virtual void do_allgather(const void* sbuf, size_t bytes, void* rbuf);
   virtual void do_alltoall(const void* sbuf, size_t bytes, void* rbuf);
   virtual void do_allreduce(void* buf, size_t count, DType dtype, ReduceOp op) = 0;
+  /// Default: ring reduce-scatter + allgather over do_sendrecv (backends override with native calls).
+  virtual void do_allreduce_or(void* buf, size_t bytes);
   virtual void do_broadcast(void* buf, size_t bytes, int root) = 0;
   virtual void do_barrier() = 0;
   virtual void do_abort(const std::string& reason) { (void)reason; }
@@ -160,6 +164,7 @@ class Communicator {
   std::shared_ptr<void> owner_;
   std::vector<std::shared_ptr<void>> quarantine_;
   std::vector<size_t> eq_counts_, eq_displs_;  // scratch of the default allgather/alltoall
+  std::vector<uint8_t> or_tmp_;                 // scratch of the default allreduce_or
   uint64_t seq_ = 0;
   CommOp op_ = CommOp::Barrier;
   bool failed_ = false;

@@ -52,6 +52,10 @@ struct CorpusConfig {
   uint64_t seed = 1;       ///< sentence shuffle and values
   bool shuffle = true;     ///< shuffle the sentence order once per epoch (else corpus order)
   bool row_level = false;  ///< write row indices with row_width D (else element indices row*D + c)
+  /// Uncoalesced: one row per token occurrence, as nn.Embedding(sparse=True) emits the gradient
+  /// (a row repeats once per occurrence; each occurrence has its own values). Else one row per
+  /// distinct token of the batch.
+  bool occurrences = false;
 };
 
 /// Rank r at iteration t takes the B sentences at positions (t*n + r)*B + j, j < B, of the

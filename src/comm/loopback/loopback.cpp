@@ -27,8 +27,10 @@ using Clock = std::chrono::steady_clock;
 // ---- point to point ----
 struct Msg {
   int tag = 0;
-  std::vector<uint8_t> data;
+  std::vector<uint8_t> data;     // buffered send: the bytes
   size_t bytes = 0;
+  const uint8_t* ext = nullptr;  // zero-copy send (sendrecv): the sender's buffer ...
+  bool* done = nullptr;          // ... and the flag the receiver sets once it copied (under the lock)
 };
 struct Channel {
   std::mutex m;
@@ -51,6 +53,7 @@ struct Post {
   size_t count = 0;
   DType dtype = DType::F32;
   ReduceOp op = ReduceOp::Sum;
+  bool bit_or = false;  // allreduce_or (bytes)
   int root = -1;
   int readers = 0;                        // peers copying out of this post right now
   int arrived[kStages] = {0, 0, 0};       // peers that finished stage s with this post
@@ -71,6 +74,10 @@ class World {
       waiting_[r].store(-1);
       blamed_[r].store(-1);
       for (auto& f : slots_[r].post.from) f.assign(static_cast<size_t>(n), 0);
+    }
+    for (auto& c : ch_) {
+      c.q.reserve(8);
+      c.pool.reserve(8);
     }
   }
   // Wait-for graph, for naming the rank that did not take part: waiting_[r] is the peer rank r is
@@ -157,10 +164,47 @@ class LoopbackComm final : public Communicator {
     take_p2p(buf, bytes, peer, tag, deadline);
   }
 
+  // The send part is zero-copy: the receiver copies straight from sbuf, and the call returns once it
+  // has (everyone posts before receiving, so rings cannot deadlock). On an error the unread message
+  // is withdrawn first, so no peer reads sbuf after we return.
   void do_sendrecv(const void* sbuf, size_t sbytes, int dst, void* rbuf, size_t rbytes, int src, int tag) override {
-    post_p2p(sbuf, sbytes, dst, tag);
+    bool done = false;
+    Channel& out = w_->channel(rank_, dst);
+    {
+      std::lock_guard<std::mutex> lk(out.m);
+      Msg m;
+      m.tag = tag;
+      m.bytes = sbytes;
+      m.ext = static_cast<const uint8_t*>(sbuf);
+      m.done = &done;
+      out.q.push_back(std::move(m));
+    }
+    out.cv.notify_all();
+    struct Withdraw {
+      Channel& c;
+      bool& done;
+      ~Withdraw() {
+        std::lock_guard<std::mutex> lk(c.m);
+        if (done) return;
+        for (size_t i = 0; i < c.q.size(); ++i)
+          if (c.q[i].done == &done) {
+            c.q.erase(c.q.begin() + static_cast<std::ptrdiff_t>(i));
+            break;
+          }
+      }
+    } withdraw{out, done};
     const auto deadline = Clock::now() + timeout_;
     take_p2p(rbuf, rbytes, src, tag, deadline);
+    // Wait until dst has copied our bytes.
+    Waiting waiting(*w_, rank_, dst);
+    std::unique_lock<std::mutex> lk(out.m);
+    while (!done) {
+      check_abort(lk, dst);
+      if (out.cv.wait_until(lk, deadline) == std::cv_status::timeout && !done) {
+        lk.unlock();
+        timeout_error(dst);
+      }
+    }
   }
 
   // ---------------- collectives ----------------
@@ -249,26 +293,30 @@ class LoopbackComm final : public Communicator {
   // Shared-memory allreduce: stage 0 every rank sums its chunk over all ranks' buffers (rank order,
   // accumulating 16-bit values in fp32, rounded once) and writes it into its own buffer; stage 1
   // every rank copies the other chunks from their owners. Identical bits on every rank.
-  void do_allreduce(void* buf, size_t count, DType dtype, ReduceOp op) override {
+  void do_allreduce(void* buf, size_t count, DType dtype, ReduceOp op) override { allreduce_impl(buf, count, dtype, op, false); }
+  void do_allreduce_or(void* buf, size_t bytes) override { allreduce_impl(buf, bytes, DType::F32, ReduceOp::Sum, true); }
+
+  void allreduce_impl(void* buf, size_t count, DType dtype, ReduceOp op, bool bit_or) {
     const int n = size();
     Collective c(*this, CommOp::Allreduce);
     c.mine.buf = static_cast<uint8_t*>(buf);
     c.mine.count = count;
     c.mine.dtype = dtype;
     c.mine.op = op;
+    c.mine.bit_or = bit_or;
     c.publish();
     if (n == 1) {
       c.finish();
       return;
     }
-    const size_t es = dtype_size(dtype);
+    const size_t es = bit_or ? 1 : dtype_size(dtype);
     // Everybody posted (and agrees on the size) before anybody reads.
     for (int p = 0; p < n; ++p)
       if (p != rank_) c.wait_post(p, [&](const Post& q) {
-        if (q.count * dtype_size(q.dtype) != count * es)
-          fail(Result::InvalidUsage, p, "peer contributed " + std::to_string(q.count * dtype_size(q.dtype)) +
-                                            " bytes, this rank " + std::to_string(count * es));
-        if (q.dtype != dtype || q.op != op)
+        const size_t qb = q.count * (q.bit_or ? 1 : dtype_size(q.dtype));
+        if (qb != count * es)
+          fail(Result::InvalidUsage, p, "peer contributed " + std::to_string(qb) + " bytes, this rank " + std::to_string(count * es));
+        if (q.bit_or != bit_or || q.dtype != dtype || q.op != op)
           fail(Result::InvalidUsage, p, "peer's allreduce dtype/op differs from this rank's");
       });
     // Stage 0: reduce chunk rank_.
@@ -278,7 +326,16 @@ class LoopbackComm final : public Communicator {
     {
       Readers all(*this, c);
       all.acquire();
-      dispatch_dtype(dtype, [&](auto tag) { reduce_chunk<decltype(tag)>(all.bufs, lo, len, op, static_cast<uint8_t*>(buf)); });
+      if (bit_or) {
+        auto* out = static_cast<uint8_t*>(buf) + lo;
+        for (size_t i = 0; i < len; ++i) {
+          uint8_t x = 0;
+          for (const uint8_t* b : all.bufs) x = static_cast<uint8_t>(x | b[lo + i]);
+          out[i] = x;
+        }
+      } else {
+        dispatch_dtype(dtype, [&](auto tag) { reduce_chunk<decltype(tag)>(all.bufs, lo, len, op, static_cast<uint8_t*>(buf)); });
+      }
     }
     c.arrive(0);
     // Stage 1: copy every other chunk from its owner.
@@ -391,6 +448,7 @@ class LoopbackComm final : public Communicator {
         p.count = mine.count;
         p.dtype = mine.dtype;
         p.op = mine.op;
+        p.bit_or = mine.bit_or;
         p.root = mine.root;
         p.readers = 0;
         for (int st = 0; st < kStages; ++st) {
@@ -612,9 +670,19 @@ class LoopbackComm final : public Communicator {
       Msg m;
       m.tag = tag;
       m.bytes = bytes;
+      // A pooled buffer that already has room (so steady-state traffic allocates nothing), else the
+      // largest one, grown.
       if (!c.pool.empty()) {
-        m.data = std::move(c.pool.back());
-        c.pool.pop_back();
+        size_t pick = 0;
+        for (size_t i = 0; i < c.pool.size(); ++i) {
+          if (c.pool[i].capacity() >= bytes) {
+            pick = i;
+            break;
+          }
+          if (c.pool[i].capacity() > c.pool[pick].capacity()) pick = i;
+        }
+        m.data = std::move(c.pool[pick]);
+        c.pool.erase(c.pool.begin() + static_cast<std::ptrdiff_t>(pick));
       }
       if (m.data.size() < bytes) m.data.resize(bytes);
       if (bytes) std::memcpy(m.data.data(), buf, bytes);
@@ -632,19 +700,24 @@ class LoopbackComm final : public Communicator {
         if (c.q[i].tag != tag) continue;
         Msg m = std::move(c.q[i]);
         c.q.erase(c.q.begin() + static_cast<std::ptrdiff_t>(i));
-        if (m.bytes != bytes) {
+        const bool ok = m.bytes == bytes;
+        if (ok && bytes) std::memcpy(buf, m.ext ? m.ext : m.data.data(), bytes);
+        if (m.done) {
+          *m.done = true;  // the sender may return (and free its buffer) once we release the lock
+          c.cv.notify_all();
+        } else {
           c.pool.push_back(std::move(m.data));
+        }
+        if (!ok) {
           lk.unlock();
           fail(Result::InvalidUsage, src, "peer sent " + std::to_string(m.bytes) + " bytes, this rank expected " + std::to_string(bytes));
         }
-        if (bytes) std::memcpy(buf, m.data.data(), bytes);
-        c.pool.push_back(std::move(m.data));
         return;
       }
       check_abort(lk, src);
       if (c.cv.wait_until(lk, deadline) == std::cv_status::timeout) {
         bool found = false;
-        for (auto& m : c.q) found |= m.tag == tag;
+        for (auto& m : c.q) found = found || m.tag == tag;
         if (found) continue;
         lk.unlock();
         timeout_error(src);

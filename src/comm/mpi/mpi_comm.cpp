@@ -459,6 +459,31 @@ class MpiComm final : public Communicator {
     if (m == Mem::Staged) std::memcpy(buf, b, total);
   }
 
+  void do_allreduce_or(void* buf, size_t bytes) override {
+    progress_sends();
+    coll_tag();
+    if (size_ == 1 || bytes == 0) return;
+    const size_t per = max_message_bytes();
+    auto* b = static_cast<uint8_t*>(buf);
+    if (bytes > kStageLimit) {  // as do_allreduce: handshake, then the blocking call under the watchdog
+      handshake();
+      for (size_t off = 0; off < bytes; off += per) {
+        Watch w(*this, "MPI_Allreduce");
+        check(MPI_Allreduce(MPI_IN_PLACE, b + off, static_cast<int>(std::min(per, bytes - off)), MPI_BYTE, MPI_BOR, comm_), -1,
+              "MPI_Allreduce");
+      }
+      return;
+    }
+    const Mem m = owner() ? Mem::Owned : Mem::Staged;
+    uint8_t* d = m == Mem::Staged ? stage_bytes(stage_->r, bytes) : b;
+    if (m == Mem::Staged) std::memcpy(d, b, bytes);
+    q_.clear();
+    post_native(MPI_Iallreduce(MPI_IN_PLACE, d, static_cast<int>(bytes), MPI_BYTE, MPI_BOR, comm_, native_slot()),
+                "MPI_Iallreduce");
+    wait(m);
+    if (m == Mem::Staged) std::memcpy(b, d, bytes);
+  }
+
   void do_broadcast(void* buf, size_t bytes, int root) override {
     progress_sends();
     coll_tag();
