@@ -287,7 +287,7 @@ struct Row {
   double push_imb = 1, pull_imb = 1;
   std::string encoding;
   uint64_t wrong = 0;
-  std::vector<PhaseReport> phases;  // rank 0, last iteration
+  std::vector<PhaseReport> phases;  // rank 0: bytes of the last call, seconds averaged over the timed calls
 };
 
 double median(std::vector<double> v) {
@@ -493,7 +493,8 @@ struct Runner {
   uint64_t sent_sum = 0, recv_sum = 0, calls = 0, wrong = 0;
   double push = 1, pull = 1;
   std::string encoding;
-  std::vector<PhaseReport> phases;
+  std::vector<PhaseReport> phases;  // rank 0's phases: bytes of the last call, mean seconds
+  std::vector<double> phase_sum;
 
   bool dense_result(bool dense_out) const { return dense_out || dense_only; }
   void call(const SparseView& in, bool dense_out) {
@@ -522,8 +523,16 @@ struct Runner {
     push = std::max(push, rep.push_imbalance);
     pull = std::max(pull, rep.pull_imbalance);
     encoding = rep.encoding;
-    phases = rep.phases;
+    // Phases: bytes of the last call, seconds averaged over the timed calls.
+    if (phases.size() != rep.phases.size()) {
+      phases = rep.phases;
+      phase_sum.assign(phases.size(), 0.0);
+    } else {
+      for (size_t i = 0; i < phases.size(); ++i) phases[i].sent = rep.phases[i].sent, phases[i].recv = rep.phases[i].recv;
+    }
+    for (size_t i = 0; i < phases.size() && i < phase_sum.size(); ++i) phase_sum[i] += rep.phases[i].seconds;
     ++calls;
+    for (size_t i = 0; i < phases.size(); ++i) phases[i].seconds = phase_sum[i] / static_cast<double>(calls);
   }
 };
 

@@ -88,9 +88,13 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
   s.task_dup.assign(static_cast<size_t>(tasks), 0);
   for (int t = 0; t < tasks; ++t) s.spill[static_cast<size_t>(t)].clear();
 
-  uint64_t hseed[16];
-  for (int j = 0; j < cfg.hash_functions; ++j)
-    hseed[j] = mix_seed(mix64(cfg.seed * 0x100000001b3ULL + static_cast<uint64_t>(j) + 1));
+  // h_1..h_k: seeded multiply-add-shift hashes (2-universal; one multiply each), reduced to [0, cap1)
+  // by multiply-high of their top 32 bits.
+  uint64_t ha[16], hb[16];
+  for (int j = 0; j < cfg.hash_functions; ++j) {
+    ha[j] = mix64(cfg.seed * 0x100000001b3ULL + static_cast<uint64_t>(j) + 1) | 1u;
+    hb[j] = mix64(ha[j] ^ 0x9e3779b97f4a7c15ULL);
+  }
 
   s.par_dirty = true;  // until compaction has cleared what this call wrote
   uint32_t* par = s.par.get();
@@ -122,7 +126,7 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
       const uint32_t me = static_cast<uint32_t>(i);
       bool placed = false;
       for (int j = 0; j < cfg.hash_functions && !placed; ++j) {
-        const size_t sl = static_cast<size_t>(reduce_range(hash64_mixed(x, hseed[j]), cap1));
+        const size_t sl = static_cast<size_t>(((x * ha[j] + hb[j]) >> 32) * cap1 >> 32);
         uint32_t cur = kAtomic ? load_slot(region + sl) : region[sl];
         for (;;) {
           if (cur == kEmpty) {

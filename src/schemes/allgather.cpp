@@ -88,47 +88,13 @@ class Allgather final : public SparseAllreduce {
           ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " allgather: peer " + std::to_string(p) + " sent row " +
                                               std::to_string(plan::load_key(keys, i, isz)) + " outside [0, " + std::to_string(R) + ")");
     }
-    if (!sparse_out && std::is_same_v<A, T>) {
-      // Dense output: scatter every rank's rows in rank order (first copy, then add), each task
-      // owning a range of rows so that a row's sum order is always the rank order.
-      auto* d = static_cast<uint8_t*>(dense_out);
-      if (spec_.dense_len) plan::parallel_zero(d, spec_.dense_len * vs, &tp);
-      const size_t words = static_cast<size_t>((R + 63) / 64);
-      uint64_t* present = plan::grow(w.present, words);
-      if (w.present_dirty) std::memset(present, 0, words * sizeof(uint64_t));
-      w.present_dirty = true;
-      const int tasks = tp.tasks_for(entries * D, size_t{1} << 16);
-      tp.run(tasks, [&](int t) {
-        const uint64_t lo = (R * static_cast<uint64_t>(t) / static_cast<uint64_t>(tasks)) & ~uint64_t{63};
-        const uint64_t hi = t + 1 == tasks ? R : (R * static_cast<uint64_t>(t + 1) / static_cast<uint64_t>(tasks)) & ~uint64_t{63};
-        for (int p = 0; p < n; ++p) {
-          const uint8_t* keys = all + w.displ[p];
-          const uint8_t* rows = keys + w.counts[p] * isz;
-          for (size_t i = 0; i < w.counts[p]; ++i) {
-            const uint64_t row = plan::load_key(keys, i, isz);
-            if (row < lo || row >= hi) continue;
-            uint8_t* o = d + row * rb;
-            const uint8_t* v = rows + i * rb;
-            if (!plan::get_bit(present, row)) {
-              plan::set_bit(present, row);
-              std::memcpy(o, v, rb);
-            } else {
-              for (size_t c = 0; c < D; ++c) store_as<T>(o + c * vs, load_as<T>(o + c * vs) + load_as<T>(v + c * vs));
-            }
-          }
-        }
-        // Clear what this task set (touched-only).
-        for (int p = 0; p < n; ++p) {
-          const uint8_t* keys = all + w.displ[p];
-          for (size_t i = 0; i < w.counts[p]; ++i) {
-            const uint64_t row = plan::load_key(keys, i, isz);
-            if (row >= lo && row < hi) present[row >> 6] = 0;
-          }
-        }
-      });
-      w.present_dirty = false;
-      return;
+    if constexpr (std::is_same_v<A, T>) {
+      if (!sparse_out) {
+        dense_scatter<T>(dense_out, all, isz, rb, D, entries, tp);
+        return;
+      }
     }
+
     // (row, offset of its value row) for every received entry in (rank, entry) order, stably sorted
     // by row: equal rows are then summed in rank order.
     plan::KV* kv = plan::grow(w.kv, entries);
@@ -177,6 +143,65 @@ class Allgather final : public SparseAllreduce {
       emit(d + kv[i].key * rb, i, j);
       i = j;
     }
+  }
+
+  // Dense output (f32/f64): scatter every rank's rows in rank order (first copy, then add), each task
+  // owning a range of rows so that a row's sum order is always the rank order.
+  template <typename T>
+  void dense_scatter(void* dense_out, const uint8_t* all, size_t isz, size_t rb, size_t D, uint64_t entries,
+                     detail::ThreadPool& tp) {
+    Workspace& w = *ws_;
+    const int n = comm_.size();
+    const uint64_t R = spec_.dense_len / spec_.row_width;
+    const size_t vs = sizeof(T);
+    auto* d = static_cast<uint8_t*>(dense_out);
+    if (spec_.dense_len) plan::parallel_zero(d, spec_.dense_len * vs, &tp);
+    const size_t words = static_cast<size_t>((R + 63) / 64);
+    uint64_t* present = plan::grow(w.present, words);
+    if (w.present_dirty) std::memset(present, 0, words * sizeof(uint64_t));
+    w.present_dirty = true;
+    const int tasks = tp.tasks_for(entries * D, size_t{1} << 16);
+    tp.run(tasks, [&](int t) {
+      const uint64_t lo = (R * static_cast<uint64_t>(t) / static_cast<uint64_t>(tasks)) & ~uint64_t{63};
+      const uint64_t hi = t + 1 == tasks ? R : (R * static_cast<uint64_t>(t + 1) / static_cast<uint64_t>(tasks)) & ~uint64_t{63};
+      // Row width known at compile time for the common small rows (one store instead of a call).
+      auto scatter = [&](auto width) {
+        constexpr size_t W = decltype(width)::value;
+        const size_t rw = W ? W : rb;
+        for (int p = 0; p < n; ++p) {
+          const uint8_t* keys = all + w.displ[p];
+          const uint8_t* rows = keys + w.counts[p] * isz;
+          const size_t cnt = w.counts[p];
+          for (size_t i = 0; i < cnt; ++i) {
+            if (i + 16 < cnt) __builtin_prefetch(d + plan::load_key(keys, i + 16, isz) * rw, 1);
+            const uint64_t row = plan::load_key(keys, i, isz);
+            if (row < lo || row >= hi) continue;
+            uint8_t* o = d + row * rw;
+            const uint8_t* v = rows + i * rw;
+            uint64_t& word = present[row >> 6];
+            const uint64_t bit = uint64_t{1} << (row & 63);
+            if (!(word & bit)) {
+              word |= bit;
+              std::memcpy(o, v, rw);
+            } else {
+              plan::row_add_bytes<T>(o, v, D);
+            }
+          }
+        }
+      };
+      if (rb == 4) scatter(std::integral_constant<size_t, 4>{});
+      else if (rb == 8) scatter(std::integral_constant<size_t, 8>{});
+      else scatter(std::integral_constant<size_t, 0>{});
+      // Clear what this task set (touched-only).
+      for (int p = 0; p < n; ++p) {
+        const uint8_t* keys = all + w.displ[p];
+        for (size_t i = 0; i < w.counts[p]; ++i) {
+          const uint64_t row = plan::load_key(keys, i, isz);
+          if (row >= lo && row < hi) present[row >> 6] = 0;
+        }
+      }
+    });
+    w.present_dirty = false;
   }
 
   IndexType wire_;

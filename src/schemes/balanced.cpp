@@ -28,11 +28,16 @@ struct OwnerMeta {
   uint64_t encoding;     // 0 = COO positions, 1 = hash bitmap
 };
 
-// Tables of pi / pi^-1 over all R rows (4 bytes each) are built when they pay for themselves within a
-// few calls (R <= 32 x the call's entries) and stay below kTableRows rows. The decision is taken at the
-// first call and again only when a call brings more entries than any before (a larger call may
-// allocate; a call of the same or a smaller size never does).
+// Tables of pi / pi^-1 over all R rows (4 bytes each) replace the Feistel evaluations of every entry
+// and result row: built at the first call when R <= kSmallTable (at most 32 MiB, one evaluation per
+// row, once), or when they pay for themselves within a few calls (R <= 32 x the call's entries) up to
+// kTableRows. The decision is taken again only when a call brings more entries than any before (a
+// larger call may allocate; a call of the same or a smaller size never does).
+constexpr uint64_t kSmallTable = uint64_t{1} << 22;
 constexpr uint64_t kTableRows = uint64_t{1} << 24;
+// The forward table is read in input order (random rows): it only beats evaluating pi while it stays
+// in cache. The inverse table is read in position order (a stride of n), so it streams at any size.
+constexpr uint64_t kForwardTableRows = uint64_t{1} << 18;
 
 struct Workspace {
   HierarchicalHash hash;
@@ -75,7 +80,7 @@ class Balanced final : public SparseAllreduce {
 
  private:
   uint64_t rows() const { return spec_.dense_len / spec_.row_width; }
-  bool tables_ready() const { return !ws_->fwd.empty(); }
+  bool tables_ready() const { return !ws_->inv.empty(); }
 
   // Cache pi and pi^-1 over all rows when the call's size makes them worth it (see kTableRows).
   void maybe_build_tables(size_t nnz) {
@@ -83,20 +88,17 @@ class Balanced final : public SparseAllreduce {
     const uint64_t R = rows();
     if (tables_ready() || nnz <= w.max_nnz) return;
     w.max_nnz = nnz;
-    if (R == 0 || R > kTableRows || R > 32 * static_cast<uint64_t>(nnz)) return;
-    w.fwd.resize(R);
+    if (R == 0 || R > kTableRows || (R > kSmallTable && R > 32 * static_cast<uint64_t>(nnz))) return;
+    const bool fwd = R <= kForwardTableRows;
+    if (fwd) w.fwd.resize(R);
     w.inv.resize(R);
     pool().parallel_for(R, size_t{1} << 14, [&](size_t b, size_t e, int) {
       for (size_t x = b; x < e; ++x) {
         const uint64_t v = part_.permute(x);
-        w.fwd[x] = static_cast<uint32_t>(v);
+        if (fwd) w.fwd[x] = static_cast<uint32_t>(v);
         w.inv[v] = static_cast<uint32_t>(x);
       }
     });
-  }
-  uint64_t global_row(uint32_t owner, uint64_t pos) const {
-    const uint64_t v = owner + static_cast<uint64_t>(part_.n_owners) * pos;
-    return tables_ready() ? ws_->inv[v] : part_.unpermute(v);
   }
 
   template <typename T>
@@ -119,7 +121,7 @@ class Balanced final : public SparseAllreduce {
       cfg.parallel_factor = opt_.parallel_factor;
       cfg.serial_fraction = opt_.serial_fraction;
       cfg.seed = opt_.seed ^ (0x51ed2701ULL * static_cast<uint64_t>(me + 1));
-      w.hash.partition(in, part_, cfg, &tp, hp, tables_ready() ? w.fwd.data() : nullptr);
+      w.hash.partition(in, part_, cfg, &tp, hp, w.fwd.empty() ? nullptr : w.fwd.data());
       report_.serial_overflows = hp.overflowed_owners;
     }
 
@@ -282,36 +284,44 @@ class Balanced final : public SparseAllreduce {
     const uint64_t total = w.owner_base[un];
     report_.result_nnz = total;
     // f(global row, owner p, k-th row of p) for every result row of the owners in task t's share.
-    auto for_rows = [&](uint32_t p, auto&& f) {
-      plan::for_positions(all + w.pdispl[p], w.meta[p].encoding != 0, part_.owner_size(p), w.meta[p].result_rows, isz,
-                          [&](uint64_t q, uint64_t k) { f(global_row(p, q), k); });
-    };
     const int tasks = std::min<int>(tp.tasks_for(total * D, size_t{1} << 15), n);
     auto owners = [&](int t, auto&& g) {
       const size_t b = detail::ThreadPool::chunk_begin(un, tasks, t), e = detail::ThreadPool::chunk_begin(un, tasks, t + 1);
       for (size_t p = b; p < e; ++p) g(static_cast<uint32_t>(p));
     };
-    if (!sparse_out) {
-      // Dense output: zero the buffer, then each owner's rows land directly (owners are disjoint).
-      auto* d = static_cast<uint8_t*>(dense_out);
-      if (spec_.dense_len) plan::parallel_zero(d, spec_.dense_len * vs, &tp);
-      tp.run(tasks, [&](int t) {
-        owners(t, [&](uint32_t p) {
-          const uint8_t* v = all + w.val_off[p];
-          for_rows(p, [&](uint64_t row, uint64_t k) { std::memcpy(d + row * rb, v + k * rb, rb); });
-        });
-      });
-      return;
-    }
-    // Sparse output: (row, value offset) pairs, radix-sorted by row.
+    // (global row, offset of its values in the pull buffer) for every result row: first the pi
+    // values p + n * position (ascending), then their preimages (table lookups prefetched ahead).
     plan::KV* kv = plan::grow(w.kv, total);
+    const bool table = tables_ready();
+    const uint32_t* inv = table ? w.inv.data() : nullptr;
     tp.run(tasks, [&](int t) {
       owners(t, [&](uint32_t p) {
         plan::KV* o = kv + w.owner_base[p];
         const uint64_t base = w.val_off[p];
-        for_rows(p, [&](uint64_t row, uint64_t k) { o[k] = plan::KV{row, base + k * rb}; });
+        const uint64_t Kp = w.meta[p].result_rows;
+        plan::for_positions(all + w.pdispl[p], w.meta[p].encoding != 0, part_.owner_size(p), Kp, isz,
+                            [&](uint64_t q, uint64_t k) { o[k] = plan::KV{p + static_cast<uint64_t>(n) * q, base + k * rb}; });
+        if (table) {
+          for (uint64_t k = 0; k < Kp; ++k) {
+            if (k + 16 < Kp) __builtin_prefetch(inv + o[k + 16].key);
+            o[k].key = inv[o[k].key];
+          }
+        } else {
+          for (uint64_t k = 0; k < Kp; ++k) o[k].key = part_.unpermute(o[k].key);
+        }
       });
     });
+    if (!sparse_out) {
+      // Dense output: zero the buffer, then scatter the rows (owners are disjoint), prefetching the
+      // destinations ahead: the zeroing left them out of cache.
+      auto* d = static_cast<uint8_t*>(dense_out);
+      if (spec_.dense_len) plan::parallel_zero(d, spec_.dense_len * vs, &tp);
+      tp.parallel_for(total, size_t{1} << 13, [&](size_t b, size_t e, int) {
+        plan::scatter_rows(d, all, kv, b, e, rb);
+      });
+      return;
+    }
+    // Sparse output: sorted by row.
     w.sorter.sort(w.kv, w.kv_tmp, total, plan::bits_for(rows()), &tp);
     kv = w.kv.data();
     sparse_out->resize(total);

@@ -58,6 +58,26 @@ inline void prefetch_row(const void* p, size_t bytes, bool write = false) {
 }
 constexpr size_t kPrefetchAhead = 8;
 
+/// Copy rows kv[b..e) (key = destination row, val = source byte offset) of `rb` bytes from src into
+/// dst + row * rb, prefetching destinations ahead; small rows as single stores.
+inline void scatter_rows(uint8_t* dst, const uint8_t* src, const KV* kv, size_t b, size_t e, size_t rb) {
+  constexpr size_t ahead = 16;
+  auto body = [&](auto width) {
+    constexpr size_t W = decltype(width)::value;
+    for (size_t k = b; k < e; ++k) {
+      if (k + ahead < e) __builtin_prefetch(dst + kv[k + ahead].key * (W ? W : rb), 1);
+      if constexpr (W != 0) std::memcpy(dst + kv[k].key * W, src + kv[k].val, W);
+      else std::memcpy(dst + kv[k].key * rb, src + kv[k].val, rb);
+    }
+  };
+  switch (rb) {
+    case 2: body(std::integral_constant<size_t, 2>{}); break;
+    case 4: body(std::integral_constant<size_t, 4>{}); break;
+    case 8: body(std::integral_constant<size_t, 8>{}); break;
+    default: body(std::integral_constant<size_t, 0>{}); break;
+  }
+}
+
 /// dst[c] += src[c] for rows of T at any byte offsets (T = float or double).
 template <typename T>
 inline void row_add_bytes(uint8_t* __restrict dst, const uint8_t* __restrict src, size_t D) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdio>
 #include <memory>
 
 #include "zen/comm/mpi.hpp"
@@ -15,6 +16,26 @@ inline std::unique_ptr<Communicator>& world_ptr() {
 inline Communicator& world() { return *world_ptr(); }
 }  // namespace zen::test
 
+namespace zen::test {
+/// On ranks other than 0: print only failed assertions, prefixed with the rank (rank 0 prints all).
+class RankFailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  explicit RankFailurePrinter(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (!r.failed()) return;
+    std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_, r.file_name() ? r.file_name() : "?", r.line_number(),
+                 r.summary());
+    std::fflush(stderr);
+  }
+  void OnTestEnd(const ::testing::TestInfo& t) override {
+    if (t.result()->Failed()) std::fprintf(stderr, "[rank %d] FAILED %s.%s\n", rank_, t.test_suite_name(), t.name());
+  }
+
+ private:
+  int rank_;
+};
+}  // namespace zen::test
+
 int main(int argc, char** argv) {
   zen::mpi::Environment env(&argc, &argv);
   ::testing::InitGoogleTest(&argc, argv);
@@ -23,6 +44,7 @@ int main(int argc, char** argv) {
   if (zen::test::world().rank() != 0) {
     auto& l = ::testing::UnitTest::GetInstance()->listeners();
     delete l.Release(l.default_result_printer());
+    l.Append(new zen::test::RankFailurePrinter(zen::test::world().rank()));
   }
   int rc = RUN_ALL_TESTS();
   int worst = 0;

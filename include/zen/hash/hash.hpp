@@ -2,8 +2,8 @@
 // The hash functions of zen, defined once for the CPU and CUDA paths.
 //
 // h0 (the owner hash) is `Partitioner::owner`: a seeded bijection pi on [0, N) (a 3-round Feistel
-// network over 64-bit mixers (Luby-Rackoff: 3 rounds suffice for a pseudo-random permutation),
-// cycle-walked into [0, N)), owner = pi(idx) mod n and the position of idx
+// network whose round functions are seeded multiply-add-shift hashes, a 2-universal family
+// (Dietzfelbinger), cycle-walked into [0, N)), owner = pi(idx) mod n and the position of idx
 // inside its owner's index set I_owner is pi(idx) div n. So every owner's set I_i is known implicitly
 // (|I_i| = number of v < N with v mod n = i), the hash bitmap needs no O(N) table, and
 // N not divisible by n is handled by construction. See docs/algorithms.md.
@@ -46,7 +46,8 @@ struct Partitioner {
   uint32_t n_owners = 1;  ///< n
   uint32_t half_bits = 1; ///< Feistel half width h; the walk domain is [0, 4^h)
   uint64_t half_mask = 1;
-  uint64_t keys[kRounds] = {0, 0, 0};
+  uint64_t keys[kRounds] = {0, 0, 0};  ///< round multipliers (odd)
+  uint64_t adds[kRounds] = {0, 0, 0};  ///< round addends
   uint64_t magic = 0;     ///< Lemire's fast div/mod constant for n_owners (used while N <= 2^32)
 
   /// Build the partition of [0, n_items) over n_owners owners from a seed agreed by all ranks.
@@ -64,12 +65,14 @@ struct Partitioner {
     uint64_t s = seed;
     for (int r = 0; r < kRounds; ++r) {
       s += 0x9e3779b97f4a7c15ULL;
-      p.keys[r] = mix64(s);
+      p.keys[r] = mix64(s) | 1u;
+      p.adds[r] = mix64(s ^ 0x5851f42d4c957f2dULL);
     }
     return p;
   }
 
-  ZEN_HD uint64_t round_fn(uint64_t r, int k) const { return mix64(r ^ keys[k]) & half_mask; }
+  /// Round function: the top h bits of r * a_k + b_k (multiply-add-shift; one multiply).
+  ZEN_HD uint64_t round_fn(uint64_t r, int k) const { return (r * keys[k] + adds[k]) >> (64 - half_bits); }
 
   ZEN_HD uint64_t feistel(uint64_t x) const {
     uint64_t l = (x >> half_bits) & half_mask, r = x & half_mask;

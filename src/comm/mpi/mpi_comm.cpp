@@ -127,6 +127,7 @@ class MpiComm final : public Communicator {
     const long online = sysconf(_SC_NPROCESSORS_ONLN);
     oversubscribed_ = node_ranks_ > std::max<long>(1, online);
     if (const char* y = std::getenv("OMPI_MCA_mpi_yield_when_idle")) oversubscribed_ = oversubscribed_ || std::atoi(y) > 0;
+    if (const char* y = std::getenv("ZEN_MPI_YIELD")) oversubscribed_ = std::atoi(y) > 0;  // force (experiments)
     stage_ = std::make_shared<Stage>();
     abort_in_.resize(sizeof(AbortHeader) + kAbortBytes);
     MPI_Irecv(abort_in_.data(), static_cast<int>(abort_in_.size()), MPI_BYTE, MPI_ANY_SOURCE, kAbortTag, comm_, &abort_rq_);
