@@ -1,5 +1,11 @@
 /* zen C API: sparse allreduce over a communicator, NCCL style (every call returns a zenResult_t;
- * zenGetLastError() gives the message of the last failure on the calling thread). */
+ * zenGetLastError() gives the message of the last failure on the calling thread).
+ *
+ * Errors poison the communicator: when a collective call (zenSparseAllreduceCreate / Dense /
+ * Sparse) fails on one rank, for whatever reason (bad argument, bad index, allocation, timeout),
+ * every peer is told at once and its call returns zenRemoteError naming that rank; from then on
+ * the communicator refuses every call on every rank (zenInvalidUsage). Destroy it and its
+ * operations and create new ones: a call can never mix the data of two steps. */
 #ifndef ZEN_ZEN_H
 #define ZEN_ZEN_H
 

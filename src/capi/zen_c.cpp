@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "zen/comm/loopback.hpp"
 #include "zen/schemes/scheme.hpp"
@@ -37,6 +38,16 @@ zenResult_t guard(F&& f) {
     g_last_error = e.what();
     return zenInternalError;
   }
+}
+
+// A collective call's guard: an error of this rank, even one found before the collective starts (a
+// bad argument), poisons the communicator so that every peer fails at once instead of waiting (and
+// no later call can mix steps); see SparseAllreduce's "errors poison the communicator".
+template <typename F>
+zenResult_t guard_collective(zen::Communicator* comm, F&& f) {
+  const zenResult_t r = guard(std::forward<F>(f));
+  if (r != zenSuccess && r != zenRemoteError && comm) comm->abort(g_last_error);
+  return r;
 }
 
 #define ZEN_C_NOT_NULL(p) \
@@ -121,7 +132,7 @@ zenResult_t zenCommTraffic(zenComm_t comm, uint64_t* sent, uint64_t* recv) {
 
 zenResult_t zenSparseAllreduceCreate(zenSparseAllreduce_t* op, zenComm_t comm, const char* scheme, uint64_t n_elems,
                                      uint32_t row_width, zenDataType_t dtype, const zenOptions_t* opts) {
-  return guard([&] {
+  return guard_collective(comm ? comm->comm.get() : nullptr, [&] {
     ZEN_C_NOT_NULL(op);
     ZEN_C_NOT_NULL(comm);
     ZEN_C_NOT_NULL(scheme);
@@ -141,7 +152,7 @@ zenResult_t zenSparseAllreduceCreate(zenSparseAllreduce_t* op, zenComm_t comm, c
 
 zenResult_t zenSparseAllreduceDense(zenSparseAllreduce_t op, size_t nnz, const void* indices, zenIndexType_t itype,
                                     const void* values, void* dense_out) {
-  return guard([&] {
+  return guard_collective(op ? &op->op->comm() : nullptr, [&] {
     ZEN_C_NOT_NULL(op);
     if (op->op->spec().dense_len) ZEN_C_NOT_NULL(dense_out);
     op->op->run_dense(make_view(*op->op, nnz, indices, itype, values), dense_out);
@@ -150,7 +161,7 @@ zenResult_t zenSparseAllreduceDense(zenSparseAllreduce_t op, size_t nnz, const v
 
 zenResult_t zenSparseAllreduceSparse(zenSparseAllreduce_t op, size_t nnz, const void* indices, zenIndexType_t itype,
                                      const void* values, size_t* out_nnz) {
-  return guard([&] {
+  return guard_collective(op ? &op->op->comm() : nullptr, [&] {
     ZEN_C_NOT_NULL(op);
     op->op->run(make_view(*op->op, nnz, indices, itype, values), op->result);
     if (out_nnz) *out_nnz = op->result.nnz();

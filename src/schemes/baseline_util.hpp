@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "zen/comm/communicator.hpp"
+#include "zen/error.hpp"
 #include "zen/schemes/scheme.hpp"
 #include "zen/tensor.hpp"
 
@@ -22,7 +24,14 @@ struct Local {
 inline Local coalesce_input(const SparseView& in, const TensorSpec& spec) {
   Local l;
   l.keys.resize(in.nnz);
-  for (size_t i = 0; i < in.nnz; ++i) l.keys[i] = in.index_at(i);
+  const uint64_t R = spec.dense_len / spec.row_width;
+  for (size_t i = 0; i < in.nnz; ++i) {
+    l.keys[i] = in.index_at(i);
+    // Checked even when the caller skipped validation: the row indexes buffers below.
+    if (l.keys[i] < 0 || static_cast<uint64_t>(l.keys[i]) >= R)
+      ZEN_THROW(Result::InvalidArgument, "index " + std::to_string(l.keys[i]) + " at entry " + std::to_string(i) +
+                                             " is outside [0, " + std::to_string(R) + ")");
+  }
   const size_t vb = in.nnz * spec.row_width * dtype_size(spec.dtype);
   l.vals.resize(vb);
   if (vb) std::memcpy(l.vals.data(), in.values, vb);

@@ -203,7 +203,13 @@ class Hierarchical final : public SparseAllreduce {
       };
       std::unordered_map<uint64_t, std::vector<A>> dups;  // rows given more than once: summed in input order
       for (size_t e = 0; e < in.nnz; ++e) {
-        const uint64_t row = static_cast<uint64_t>(in.index_at(e));
+        const int64_t srow = in.index_at(e);
+        // Checked even when the caller skipped validation: the row indexes the send buffer.
+        if (srow < 0 || static_cast<uint64_t>(srow) >= spec_.dense_len / spec_.row_width)
+          ZEN_THROW(Result::InvalidArgument, "rank " + std::to_string(comm_.rank()) + " hierarchical: index " +
+                                                 std::to_string(srow) + " at entry " + std::to_string(e) + " is outside [0, " +
+                                                 std::to_string(spec_.dense_len / spec_.row_width) + ")");
+        const uint64_t row = static_cast<uint64_t>(srow);
         uint8_t *bm, *rowp;
         uint64_t off;
         locate(row, &bm, &rowp, &off);

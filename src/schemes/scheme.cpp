@@ -106,25 +106,47 @@ void SparseAllreduce::execute_checked(const SparseView& in, SparseTensor* sparse
   }
 }
 
+// Any error of this rank during a call (bad input, allocation, a worker's exception, a communicator
+// error) poisons the communicator: every peer is told at once (an abort message that all their wait
+// loops watch) and fails with RemoteError naming this rank instead of waiting out its timeout, and
+// no rank can mix this call's data with a later one's (the communicator refuses further use on every
+// rank; the caller builds a new one). A RemoteError is itself the echo of a peer's failure.
+template <typename F>
+void SparseAllreduce::poisoning(F&& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    if (e.code() != Result::RemoteError) comm_.abort(e.what());
+    throw;
+  } catch (const std::exception& e) {
+    comm_.abort(e.what());
+    throw;
+  }
+}
+
 void SparseAllreduce::run(const SparseView& in, SparseTensor& out) {
-  reset_report();
-  const double t0 = detail::seconds_now();
-  prepare(in);
-  // The caller's tensor keeps its storage (capacity) across calls.
-  out.dense_len = spec_.dense_len;
-  out.row_width = spec_.row_width;
-  out.dtype = spec_.dtype;
-  execute_checked(in, &out, nullptr);
-  report_.seconds = detail::seconds_now() - t0;
-  report_.result_nnz = out.nnz();
+  poisoning([&] {
+    reset_report();
+    const double t0 = detail::seconds_now();
+    prepare(in);
+    // The caller's tensor keeps its storage (capacity) across calls.
+    out.dense_len = spec_.dense_len;
+    out.row_width = spec_.row_width;
+    out.dtype = spec_.dtype;
+    execute_checked(in, &out, nullptr);
+    report_.seconds = detail::seconds_now() - t0;
+    report_.result_nnz = out.nnz();
+  });
 }
 
 void SparseAllreduce::run_dense(const SparseView& in, void* dense_out) {
-  reset_report();
-  const double t0 = detail::seconds_now();
-  prepare(in);
-  execute_checked(in, nullptr, dense_out);
-  report_.seconds = detail::seconds_now() - t0;
+  poisoning([&] {
+    reset_report();
+    const double t0 = detail::seconds_now();
+    prepare(in);
+    execute_checked(in, nullptr, dense_out);
+    report_.seconds = detail::seconds_now() - t0;
+  });
 }
 
 SparseAllreduce::Phase::Phase(SparseAllreduce& s, const char* name) : s_(s), before_(s.comm_.stats()), t0_(detail::seconds_now()) {

@@ -9,6 +9,10 @@
 //    SparseTensor (indices ascending, int64), caller's choice.
 //  - 16-bit values are accumulated in fp32 and rounded once.
 //  - report(): bytes sent/received per rank and per phase, imbalance, chosen encodings.
+//  - errors poison the communicator: any error of one rank during a call (bad input, allocation,
+//    a worker's exception, a communicator error) is sent to every peer at once, whose calls fail
+//    with RemoteError naming that rank; afterwards the communicator refuses further use on every
+//    rank (build a new one), so no call can ever mix two steps' data (docs/reliability.md).
 //  - a scheme object is a plan (CUB / Gloo style): it owns its workspace and its thread pool, and
 //    after its first call on a given size it allocates nothing on later calls of the same or a
 //    smaller size (balanced, allgather, sparse_ps, dense, dense_native; `out` keeps its capacity).
@@ -111,6 +115,8 @@ class SparseAllreduce {
 
  private:
   void reset_report();
+  template <typename F>
+  void poisoning(F&& body);
   void prepare(const SparseView& in);
   std::unique_ptr<detail::ThreadPool> pool_;
   void execute_checked(const SparseView& in, SparseTensor* sparse_out, void* dense_out);

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "zen/comm/mpi.hpp"
+#include "zen/hash/hash.hpp"
 #include "zen/detail/thread_pool.hpp"
 
 namespace zen::mpi {
@@ -63,6 +64,7 @@ constexpr int kDiagTag = kCollTagBase + kCollTags;  // 32766: presence check
 constexpr int kAbortTag = kDiagTag + 1;             // 32767 (<= MPI_TAG_UB by the standard): abort messages
 constexpr size_t kAbortBytes = 1024;
 constexpr size_t kStageLimit = size_t{64} << 10;    // caller-memory collectives up to this size are staged
+constexpr int32_t kClosing = -2;                    // AbortHeader::missing of a "closing" message
 
 // Largest message one MPI request or one native collective buffer carries: MPI counts are int.
 // ZEN_MPI_MAX_MESSAGE_BYTES lowers the limit (tests use it to exercise the large-message paths).
@@ -105,7 +107,10 @@ void reduce16(void* in, void* inout, int* len, MPI_Datatype*) {
 // Where the buffers of an operation live (decides how a failure is made memory-safe).
 enum class Mem { Owned, Staged, Caller };
 
+// Control messages (abort, presence check) carry the communicator's nonce: MPI recycles context ids,
+// so a message sent on a communicator freed meanwhile could otherwise reach its successor.
 struct AbortHeader {
+  uint64_t nonce;
   int32_t rank;
   int32_t missing;  // >= 0: the sender gave up because that rank never took part (a timeout)
   uint32_t len;
@@ -124,6 +129,12 @@ class MpiComm final : public Communicator {
       MPI_Comm_size(node, &node_ranks_);
       MPI_Comm_free(&node);
     }
+    // A nonce agreed at creation (MPI_Comm_dup is collective already): rank 0's clock and address.
+    if (rank_ == 0)
+      nonce_ = mix64(static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                     reinterpret_cast<uintptr_t>(this) ^ (static_cast<uint64_t>(getpid()) << 32));
+    MPI_Bcast(&nonce_, 1, MPI_UINT64_T, 0, comm_);
+    closed_.assign(static_cast<size_t>(size_), 0);
     const long online = sysconf(_SC_NPROCESSORS_ONLN);
     oversubscribed_ = node_ranks_ > std::max<long>(1, online);
     if (const char* y = std::getenv("OMPI_MCA_mpi_yield_when_idle")) oversubscribed_ = oversubscribed_ || std::atoi(y) > 0;
@@ -162,14 +173,15 @@ class MpiComm final : public Communicator {
       if (r != MPI_REQUEST_NULL) MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
       outstanding = outstanding || !flag;
     }
-    if (outstanding) {
-      // MPI still holds requests on our buffers (or on failed plans' workspaces): keep all of that
-      // memory alive for the rest of the process rather than let MPI write into freed memory.
-      leak_everything();
-      return;
-    }
-    for (auto& op : ops16_)
-      if (op != MPI_OP_NULL) MPI_Op_free(&op);
+    // MPI still holds requests on our buffers (or on failed plans' workspaces): keep all of that
+    // memory alive for the rest of the process rather than let MPI write into freed memory. The
+    // communicator itself is still freed (MPI defers its deallocation until those requests end), so
+    // every rank frees it alike and later communicator creations agree on context ids.
+    if (outstanding) leak_everything();
+    close_control_channels();
+    if (!outstanding)
+      for (auto& op : ops16_)
+        if (op != MPI_OP_NULL) MPI_Op_free(&op);
     MPI_Comm_free(&comm_);
   }
 
@@ -519,7 +531,7 @@ class MpiComm final : public Communicator {
     if (aborted_sent_ || size_ == 1) return;
     aborted_sent_ = true;
     auto ps = take_send_buffer(sizeof(AbortHeader) + std::min(reason.size(), kAbortBytes));
-    AbortHeader h{rank_, timed_out_on_, static_cast<uint32_t>(std::min(reason.size(), kAbortBytes)), 0};
+    AbortHeader h{nonce_, rank_, timed_out_on_, static_cast<uint32_t>(std::min(reason.size(), kAbortBytes)), 0};
     std::memcpy(ps->data.data(), &h, sizeof h);
     std::memcpy(ps->data.data() + sizeof h, reason.data(), h.len);
     ps->rq.clear();
@@ -704,13 +716,19 @@ class MpiComm final : public Communicator {
     p2p_barrier();
     // A peer that already gave up on this operation (its presence check reached us) will never take
     // part: do not start a collective that cannot finish.
-    int flag = 0;
-    MPI_Status st;
-    MPI_Iprobe(MPI_ANY_SOURCE, kDiagTag, comm_, &flag, &st);
-    if (flag)
+    for (;;) {
+      int flag = 0;
+      MPI_Message msg;
+      MPI_Status st;
+      MPI_Improbe(MPI_ANY_SOURCE, kDiagTag, comm_, &flag, &msg, &st);
+      if (!flag) return;
+      Diag d{};
+      MPI_Mrecv(&d, sizeof d, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+      if (d.nonce != nonce_) continue;  // stale: a freed communicator's
       fail(Result::Timeout, st.MPI_SOURCE,
            "rank " + std::to_string(st.MPI_SOURCE) + " timed out on this communicator before this rank arrived; "
            "the operation was not started");
+    }
   }
 
   void p2p_barrier() {
@@ -782,8 +800,13 @@ class MpiComm final : public Communicator {
     std::memcpy(&h, abort_in_.data(), sizeof h);
     const std::string reason(reinterpret_cast<const char*>(abort_in_.data()) + sizeof h, std::min<size_t>(h.len, kAbortBytes));
     abort_rq_ = MPI_REQUEST_NULL;
-    if (h.missing >= 0) {
-      // Re-arm: more messages may follow (another rank's real error).
+    if (h.nonce == nonce_ && h.missing == kClosing) {
+      // The peer destroyed its communicator after finishing its operations: what it contributed
+      // can still complete here. Remember it (a timeout then says so) and keep waiting.
+      closed_[static_cast<size_t>(h.rank)] = 1;
+    }
+    if (h.missing >= 0 || h.nonce != nonce_ || h.missing == kClosing) {
+      // A timeout (no news) or a stale message of a freed communicator: re-arm, more may follow.
       MPI_Irecv(abort_in_.data(), static_cast<int>(abort_in_.size()), MPI_BYTE, MPI_ANY_SOURCE, kAbortTag, comm_, &abort_rq_);
       return;
     }
@@ -830,10 +853,14 @@ class MpiComm final : public Communicator {
       for (int p : v) s += (s.empty() ? "" : ",") + std::to_string(p);
       return s.empty() ? std::string("none") : s;
     };
+    std::vector<int> gone;
+    for (int p = 0; p < size_; ++p)
+      if (closed_[static_cast<size_t>(p)]) gone.push_back(p);
     const std::string what = "timed out after " + std::to_string(timeout_.count()) + " ms waiting for " +
                              (native ? std::string("a native collective") : "peer(s) " + list(direct)) +
                              "; presence check: no answer from rank(s) " + list(absent) + "; rank(s) " + list(named) +
-                             " did not take part";
+                             " did not take part" +
+                             (gone.empty() ? std::string() : "; rank(s) " + list(gone) + " destroyed their communicator");
     // What MPI still holds after the cancellations had the presence check's time to complete.
     bool caller_held = false;
     for (size_t i = 0; i < q_.rq.size(); ++i) {
@@ -869,14 +896,14 @@ class MpiComm final : public Communicator {
   // so the peers not heard from are the ones that did not take part. Costs nothing unless a timeout
   // happens; detection takes 1.5x the timeout.
   std::vector<int> presence_check() {
-    diag_out_ = cseq_;
-    diag_in_.assign(static_cast<size_t>(size_), ~0ULL);
+    diag_out_ = Diag{nonce_, cseq_};
+    diag_in_.assign(static_cast<size_t>(size_), Diag{});
     std::vector<MPI_Request> rs, rr(static_cast<size_t>(size_), MPI_REQUEST_NULL);
     for (int p = 0; p < size_; ++p) {
       if (p == rank_) continue;
-      MPI_Irecv(&diag_in_[p], 8, MPI_BYTE, p, kDiagTag, comm_, &rr[p]);
+      MPI_Irecv(&diag_in_[p], sizeof(Diag), MPI_BYTE, p, kDiagTag, comm_, &rr[p]);
       rs.emplace_back();
-      MPI_Isend(&diag_out_, 8, MPI_BYTE, p, kDiagTag, comm_, &rs.back());
+      MPI_Isend(&diag_out_, sizeof(Diag), MPI_BYTE, p, kDiagTag, comm_, &rs.back());
     }
     const auto until = std::chrono::steady_clock::now() + std::max(Ms(20), timeout_ / 2);
     std::vector<int> heard(static_cast<size_t>(size_), 0);
@@ -887,10 +914,19 @@ class MpiComm final : public Communicator {
         if (heard[p]) continue;
         int flag = 0;
         MPI_Test(&rr[p], &flag, MPI_STATUS_IGNORE);
-        if (flag) {
-          heard[p] = 1;
-          --left;
+        if (!flag) continue;
+        if (diag_in_[p].nonce != nonce_) {  // stale: listen again
+          MPI_Irecv(&diag_in_[p], sizeof(Diag), MPI_BYTE, p, kDiagTag, comm_, &rr[p]);
+          continue;
         }
+        if (diag_in_[p].seq == ~uint64_t{0}) {  // its "closing": it destroyed its communicator, it is gone
+          closed_[static_cast<size_t>(p)] = 1;
+          heard[p] = 2;
+          --left;
+          continue;
+        }
+        heard[p] = 1;
+        --left;
       }
       // Keep the other pending requests moving too (and the abort watch).
       for (auto& q : q_.rq)
@@ -902,6 +938,7 @@ class MpiComm final : public Communicator {
     }
     std::vector<int> missing;
     for (int p = 0; p < size_; ++p) {
+      if (heard[p] == 2) missing.push_back(p);
       if (!heard[p]) {
         missing.push_back(p);
         MPI_Cancel(&rr[p]);
@@ -910,8 +947,77 @@ class MpiComm final : public Communicator {
         if (!flag) orphans_.push_back(rr[p]);
       }
     }
-    for (auto& r : rs) MPI_Request_free(&r);  // 8-byte eager sends; diag_out_ lives as long as the communicator
+    for (auto& r : rs) MPI_Request_free(&r);  // 16-byte eager sends; diag_out_ lives as long as the communicator
     return missing;
+  }
+
+  // Before the communicator is freed, no control message (abort, presence check) may still be on
+  // its way: MPI recycles context ids, and Open MPI's next communicator creation can stall on
+  // messages addressed to a freed one. Every rank sends "closing" to every peer on both control
+  // tags and consumes what arrives on them until it has every peer's "closing" (MPI keeps a sender's
+  // messages in order, so its earlier control messages are consumed first), waiting at most the
+  // timeout (1..10 s): communicators are freed collectively, so peers arrive together.
+  void close_control_channels() {
+    if (size_ == 1) return;
+    auto bufs = std::make_unique<std::pair<AbortHeader, Diag>>(AbortHeader{nonce_, rank_, kClosing, 0, 0},
+                                                               Diag{nonce_, ~uint64_t{0}});
+    std::vector<MPI_Request> sends;
+    sends.reserve(static_cast<size_t>(2 * size_));
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) continue;
+      sends.emplace_back();
+      MPI_Isend(&bufs->first, sizeof(AbortHeader), MPI_BYTE, p, kAbortTag, comm_, &sends.back());
+      sends.emplace_back();
+      MPI_Isend(&bufs->second, sizeof(Diag), MPI_BYTE, p, kDiagTag, comm_, &sends.back());
+    }
+    std::vector<uint8_t> seen(static_cast<size_t>(size_) * 2, 0), sink(sizeof(AbortHeader) + kAbortBytes);
+    int left = 2 * (size_ - 1);
+    for (int p = 0; p < size_; ++p)  // peers whose "closing" an operation already consumed
+      if (p != rank_ && closed_[static_cast<size_t>(p)]) {
+        seen[static_cast<size_t>(p) * 2] = 1;
+        --left;
+      }
+    const auto bound = std::min(std::max(timeout_, Ms(1000)), Ms(10000));
+    const auto until = std::chrono::steady_clock::now() + bound;
+    while (left > 0 && std::chrono::steady_clock::now() < until) {
+      bool got = false;
+      for (int k = 0; k < 2; ++k) {
+        const int tag = k == 0 ? kAbortTag : kDiagTag;
+        int flag = 0;
+        MPI_Message msg;
+        MPI_Status st;
+        MPI_Improbe(MPI_ANY_SOURCE, tag, comm_, &flag, &msg, &st);
+        if (!flag) continue;
+        got = true;
+        int bytes = 0;
+        MPI_Get_count(&st, MPI_BYTE, &bytes);
+        if (sink.size() < static_cast<size_t>(bytes)) sink.resize(static_cast<size_t>(bytes));
+        MPI_Mrecv(sink.data(), bytes, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        bool is_closing = false;
+        if (k == 0 && bytes >= static_cast<int>(sizeof(AbortHeader))) {
+          AbortHeader h{};
+          std::memcpy(&h, sink.data(), sizeof h);
+          is_closing = h.nonce == nonce_ && h.missing == kClosing;
+        } else if (k == 1 && bytes == static_cast<int>(sizeof(Diag))) {
+          Diag d{};
+          std::memcpy(&d, sink.data(), sizeof d);
+          is_closing = d.nonce == nonce_ && d.seq == ~uint64_t{0};
+        }
+        uint8_t& s = seen[static_cast<size_t>(st.MPI_SOURCE) * 2 + static_cast<size_t>(k)];
+        if (is_closing && !s) {
+          s = 1;
+          --left;
+        }
+      }
+      if (!got && oversubscribed_) sched_yield();
+    }
+    int done = 0;
+    MPI_Testall(static_cast<int>(sends.size()), sends.data(), &done, MPI_STATUSES_IGNORE);
+    if (!done) {  // small eager sends: practically never; then their buffers stay alive
+      (void)bufs.release();
+      for (auto& r : sends)
+        if (r != MPI_REQUEST_NULL) orphans_.push_back(r);
+    }
   }
 
   void leak_everything() {
@@ -923,7 +1029,7 @@ class MpiComm final : public Communicator {
     (void)sends;
     auto* abort_buf = new std::vector<uint8_t>(std::move(abort_in_));
     (void)abort_buf;
-    auto* diag = new std::vector<uint64_t>(std::move(diag_in_));
+    auto* diag = new std::vector<Diag>(std::move(diag_in_));
     (void)diag;
   }
 
@@ -956,8 +1062,14 @@ class MpiComm final : public Communicator {
   std::vector<uint8_t> abort_in_;
   bool aborted_sent_ = false;
   int timed_out_on_ = -1;
-  uint64_t diag_out_ = 0;
-  std::vector<uint64_t> diag_in_;
+  struct Diag {
+    uint64_t nonce;
+    uint64_t seq;
+  };
+  uint64_t nonce_ = 0;
+  std::vector<uint8_t> closed_ = std::vector<uint8_t>(256, 0);  // resized to size_ in the constructor
+  Diag diag_out_{};
+  std::vector<Diag> diag_in_;
   MPI_Op ops16_[6] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
   std::unique_ptr<Watchdog> dog_;
 };

@@ -1,0 +1,207 @@
+// The C API under mpirun, error codes one by one and the poisoning rule (include/zen/zen.h): a rank's
+// error reaches every peer as zenRemoteError at once, and no later call on any rank can succeed on
+// the poisoned communicator (the retry-after-error case: never a sum mixing two steps). Needs >= 2
+// ranks for the cross-rank cases (skipped at 1).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "zen/zen.h"
+
+namespace {
+
+struct Comm {
+  zenComm_t c = nullptr;
+  Comm() {
+    MPI_Comm w = MPI_COMM_WORLD;
+    EXPECT_EQ(zenCommInitMpi(&c, &w), zenSuccess) << zenGetLastError();
+  }
+  ~Comm() { zenCommDestroy(c); }
+};
+
+int rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int size() {
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+constexpr uint64_t kN = 1000;
+
+}  // namespace
+
+TEST(CapiMpi, UnknownSchemeDtypeEncodingAndIndexTypeAreInvalidArgument) {
+  {
+    Comm c;
+    zenSparseAllreduce_t op = nullptr;
+    EXPECT_EQ(zenSparseAllreduceCreate(&op, c.c, "nope", kN, 1, zenFloat32, nullptr), zenInvalidArgument);
+    EXPECT_NE(std::string(zenGetLastError()).find("unknown scheme 'nope'"), std::string::npos) << zenGetLastError();
+  }
+  {
+    Comm c;
+    zenSparseAllreduce_t op = nullptr;
+    EXPECT_EQ(zenSparseAllreduceCreate(&op, c.c, "balanced", kN, 1, static_cast<zenDataType_t>(9), nullptr), zenInvalidArgument);
+    EXPECT_NE(std::string(zenGetLastError()).find("unknown dtype 9"), std::string::npos) << zenGetLastError();
+  }
+  {
+    Comm c;
+    zenSparseAllreduce_t op = nullptr;
+    zenOptions_t o{};
+    o.pull = static_cast<zenPullEncoding_t>(7);
+    EXPECT_EQ(zenSparseAllreduceCreate(&op, c.c, "balanced", kN, 1, zenFloat32, &o), zenInvalidArgument);
+    EXPECT_NE(std::string(zenGetLastError()).find("unknown pull encoding 7"), std::string::npos) << zenGetLastError();
+  }
+  {
+    Comm c;
+    zenSparseAllreduce_t op = nullptr;
+    ASSERT_EQ(zenSparseAllreduceCreate(&op, c.c, "allgather", kN, 1, zenFloat32, nullptr), zenSuccess) << zenGetLastError();
+    int64_t idx[1] = {1};
+    float val[1] = {1.0f};
+    std::vector<float> out(kN);
+    EXPECT_EQ(zenSparseAllreduceDense(op, 1, idx, static_cast<zenIndexType_t>(5), val, out.data()), zenInvalidArgument);
+    zenSparseAllreduceDestroy(op);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(CapiMpi, StatsCallsAndNullArguments) {
+  Comm c;
+  int r = -1, n = -1;
+  EXPECT_EQ(zenCommRank(c.c, &r), zenSuccess);
+  EXPECT_EQ(zenCommSize(c.c, &n), zenSuccess);
+  EXPECT_EQ(r, rank());
+  EXPECT_EQ(n, size());
+  EXPECT_EQ(zenCommRank(c.c, nullptr), zenInvalidArgument);
+  EXPECT_EQ(zenCommSetTimeout(c.c, 0), zenInvalidArgument);
+  zenSparseAllreduce_t op = nullptr;
+  ASSERT_EQ(zenSparseAllreduceCreate(&op, c.c, "balanced", kN, 1, zenFloat64, nullptr), zenSuccess) << zenGetLastError();
+  int64_t idx[2] = {static_cast<int64_t>(rank()), static_cast<int64_t>(kN - 1)};
+  double val[2] = {1.0, 2.0};
+  size_t k = 0;
+  ASSERT_EQ(zenSparseAllreduceSparse(op, 2, idx, zenInt64, val, &k), zenSuccess) << zenGetLastError();
+  EXPECT_EQ(k, static_cast<size_t>(size()) + (kN - 1 < static_cast<uint64_t>(size()) ? 0 : 1));
+  uint64_t sent = 0, recv = 0, cs = 0, cr = 0;
+  double sec = -1;
+  EXPECT_EQ(zenSparseAllreduceLastStats(op, &sent, &recv, &sec), zenSuccess);
+  EXPECT_EQ(zenCommTraffic(c.c, &cs, &cr), zenSuccess);
+  EXPECT_GE(sec, 0.0);
+  if (size() > 1) {
+    EXPECT_GT(sent, 0u);
+    EXPECT_GE(cs, sent);  // the communicator also counts the setup exchange
+  }
+  EXPECT_EQ(zenSparseAllreduceLastStats(nullptr, &sent, &recv, &sec), zenInvalidArgument);
+  zenSparseAllreduceDestroy(op);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(CapiMpi, TimeoutNamesTheMissingRank) {
+  if (size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  const int missing = size() - 1;
+  {
+    Comm c;
+    ASSERT_EQ(zenCommSetTimeout(c.c, 300), zenSuccess);
+    zenSparseAllreduce_t op = nullptr;
+    ASSERT_EQ(zenSparseAllreduceCreate(&op, c.c, "balanced", kN, 1, zenFloat32, nullptr), zenSuccess) << zenGetLastError();
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank() != missing) {
+      int64_t idx[1] = {3};
+      float val[1] = {1.0f};
+      std::vector<float> out(kN);
+      const auto t0 = std::chrono::steady_clock::now();
+      EXPECT_EQ(zenSparseAllreduceDense(op, 1, idx, zenInt64, val, out.data()), zenTimeout);
+      EXPECT_LT(ms_since(t0), 2 * 300.0);
+      EXPECT_NE(std::string(zenGetLastError()).find("peer " + std::to_string(missing)), std::string::npos) << zenGetLastError();
+    }
+    MPI_Barrier(MPI_COMM_WORLD);  // the missing rank is alive but elsewhere meanwhile
+    zenSparseAllreduceDestroy(op);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// A rank that destroys its communicator while the others wait in an operation on it: they time out
+// naming it and saying that it destroyed its communicator (its "closing" message reached them).
+TEST(CapiMpi, PeerThatDestroysItsCommunicatorIsNamed) {
+  if (size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  const int leaver = size() - 1;
+  {
+    Comm c;
+    ASSERT_EQ(zenCommSetTimeout(c.c, 300), zenSuccess);
+    zenSparseAllreduce_t op = nullptr;
+    ASSERT_EQ(zenSparseAllreduceCreate(&op, c.c, "balanced", kN, 1, zenFloat32, nullptr), zenSuccess) << zenGetLastError();
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank() != leaver) {
+      int64_t idx[1] = {3};
+      float val[1] = {1.0f};
+      std::vector<float> out(kN);
+      const auto t0 = std::chrono::steady_clock::now();
+      EXPECT_EQ(zenSparseAllreduceDense(op, 1, idx, zenInt64, val, out.data()), zenTimeout);
+      EXPECT_LT(ms_since(t0), 2 * 300.0 + 200.0);
+      const std::string m = zenGetLastError();
+      EXPECT_NE(m.find("peer " + std::to_string(leaver)), std::string::npos) << m;
+      EXPECT_NE(m.find("destroyed their communicator"), std::string::npos) << m;
+    }
+    zenSparseAllreduceDestroy(op);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// Rank 1 passes an index outside [0, N): it gets zenInvalidArgument, every other rank zenRemoteError
+// naming it at once (not after the 60 s timeout). Rank 1 then retries with valid input, everyone
+// calls again: every call fails (the communicator is poisoned), none returns a sum.
+TEST(CapiMpi, ErrorReachesEveryRankAndRetryNeverMixesSteps) {
+  if (size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  for (const char* scheme : {"balanced", "allgather", "sparse_ps", "dense_native", "dense", "sparcml", "omnireduce"}) {
+    SCOPED_TRACE(scheme);
+    Comm c;
+    ASSERT_EQ(zenCommSetTimeout(c.c, 60000), zenSuccess);
+    zenSparseAllreduce_t op = nullptr;
+    ASSERT_EQ(zenSparseAllreduceCreate(&op, c.c, scheme, kN, 1, zenFloat32, nullptr), zenSuccess) << zenGetLastError();
+    MPI_Barrier(MPI_COMM_WORLD);  // every rank has finished the setup before rank 1 fails
+    std::vector<float> out(kN, -1.0f);
+    int64_t good[1] = {5};
+    int64_t bad[1] = {static_cast<int64_t>(kN)};
+    float val[1] = {1.0f};
+    const auto t0 = std::chrono::steady_clock::now();
+    const zenResult_t first = zenSparseAllreduceDense(op, 1, rank() == 1 ? bad : good, zenInt64, val, out.data());
+    const double ms = ms_since(t0);
+    const std::string msg = zenGetLastError();
+    if (rank() == 1) {
+      EXPECT_EQ(first, zenInvalidArgument) << msg;
+      EXPECT_NE(msg.find("index 1000"), std::string::npos) << msg;
+    } else {
+      EXPECT_EQ(first, zenRemoteError) << msg;
+      EXPECT_NE(msg.find("rank 1"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("index 1000"), std::string::npos) << msg;
+      EXPECT_LT(ms, 5000.0) << "the peer's error did not arrive at once";
+    }
+    const zenResult_t again = zenSparseAllreduceDense(op, 1, good, zenInt64, val, out.data());
+    EXPECT_EQ(again, zenInvalidUsage) << zenGetLastError();
+    EXPECT_NE(std::string(zenGetLastError()).find("refuses further use"), std::string::npos) << zenGetLastError();
+    zenSparseAllreduceDestroy(op);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  if (rank() != 0) {
+    auto& l = ::testing::UnitTest::GetInstance()->listeners();
+    delete l.Release(l.default_result_printer());
+  }
+  int rc = RUN_ALL_TESTS();
+  int worst = 0;
+  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return worst;
+}
