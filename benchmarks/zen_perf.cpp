@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "zen/comm/communicator.hpp"
@@ -199,34 +200,43 @@ SparseView make_view(const Workload& w, uint64_t N, uint32_t D, DType dt, IndexT
   return v;
 }
 
-/// Reference: dense sum (double) of every rank's input in rank order, and the union support.
+/// Reference: the sum (double) of every rank's input in rank order over the union support, held
+/// sparsely (rows ascending, D sums and D sums of magnitudes each): memory in the non-zeros only,
+/// so traces with N = 2^33 and more are checked.
 struct Reference {
-  std::vector<double> sum, sum_abs;
-  std::vector<uint8_t> present;  // per row
+  std::vector<uint64_t> rows;        // union support, ascending
+  std::vector<double> sum, sum_abs;  // rows.size() * D
   uint64_t union_rows = 0;
 };
 
-Reference build_reference(const std::vector<Workload>& all, uint64_t N, uint32_t D, DType dt) {
+Reference build_reference(const std::vector<Workload>& all, uint32_t D, DType dt) {
   Reference ref;
-  ref.sum.assign(N, 0.0);
-  ref.sum_abs.assign(N, 0.0);
-  ref.present.assign(N / D, 0);
+  // (row, rank, entry), sorted by row then rank then entry: the sums run in rank order.
+  std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> e;
+  for (size_t r = 0; r < all.size(); ++r)
+    for (size_t i = 0; i < all[r].idx.size(); ++i)
+      e.emplace_back(static_cast<uint64_t>(all[r].idx[i]), static_cast<uint32_t>(r), static_cast<uint32_t>(i));
+  std::sort(e.begin(), e.end());
   dispatch_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
-    for (const auto& w : all) {
-      const T* v = reinterpret_cast<const T*>(w.vals.data());
-      for (size_t i = 0; i < w.idx.size(); ++i) {
-        const uint64_t row = static_cast<uint64_t>(w.idx[i]);
-        if (!ref.present[row]) ++ref.union_rows;
-        ref.present[row] = 1;
-        for (uint32_t c = 0; c < D; ++c) {
-          const double x = static_cast<double>(static_cast<float>(v[i * D + c]));
-          ref.sum[row * D + c] += x;
-          ref.sum_abs[row * D + c] += std::fabs(x);
-        }
+    for (size_t k = 0; k < e.size(); ++k) {
+      const auto [row, r, i] = e[k];
+      if (ref.rows.empty() || ref.rows.back() != row) {
+        ref.rows.push_back(row);
+        ref.sum.resize(ref.sum.size() + D, 0.0);
+        ref.sum_abs.resize(ref.sum_abs.size() + D, 0.0);
+      }
+      const T* v = reinterpret_cast<const T*>(all[r].vals.data()) + static_cast<size_t>(i) * D;
+      double* s = ref.sum.data() + ref.sum.size() - D;
+      double* a = ref.sum_abs.data() + ref.sum_abs.size() - D;
+      for (uint32_t c = 0; c < D; ++c) {
+        const double x = static_cast<double>(static_cast<float>(v[c]));
+        s[c] += x;
+        a[c] += std::fabs(x);
       }
     }
   });
+  ref.union_rows = ref.rows.size();
   return ref;
 }
 
@@ -241,37 +251,55 @@ double dtype_eps(DType t) {
 
 /// Count wrong elements of a result. exact: bitwise equal to the reference rounded to the dtype;
 /// otherwise within eps * (n + 1) * sum|x| (traces with arbitrary values, any summation order).
+/// A dense result is walked once (zeros expected outside the support); a sparse one is merged with
+/// the reference rows, so it costs O(nnz) memory and time.
 uint64_t count_wrong(const Reference& ref, const void* dense, const SparseTensor* sparse, uint64_t N, uint32_t D,
                      DType dt, bool exact, int n) {
   uint64_t wrong = 0;
   const double eps = dtype_eps(dt) * (n + 1);
   dispatch_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
-    auto bad = [&](T got, size_t e) {
-      const T want = static_cast<T>(ref.sum[e]);
+    auto bad = [&](T got, double want_sum, double want_abs) {
+      const T want = static_cast<T>(want_sum);
       if (std::memcmp(&got, &want, sizeof(T)) == 0) return false;
       if (exact) return true;
-      return std::fabs(static_cast<double>(static_cast<float>(got)) - ref.sum[e]) > eps * ref.sum_abs[e];
+      return std::fabs(static_cast<double>(static_cast<float>(got)) - want_sum) > eps * want_abs;
     };
     if (dense) {
       const T* d = static_cast<const T*>(dense);
-      for (uint64_t e = 0; e < N; ++e) wrong += bad(d[e], e);
+      size_t k = 0;
+      for (uint64_t row = 0; row < N / D; ++row) {
+        const bool in = k < ref.rows.size() && ref.rows[k] == row;
+        for (uint32_t c = 0; c < D; ++c)
+          wrong += in ? bad(d[row * D + c], ref.sum[k * D + c], ref.sum_abs[k * D + c]) : bad(d[row * D + c], 0.0, 0.0);
+        if (in) ++k;
+      }
       return;
     }
     // sparse: indices must be exactly the union, ascending; values per element
     const T* v = sparse->vals<T>();
-    size_t j = 0;
-    for (uint64_t row = 0; row < N / D; ++row) {
-      const bool want = ref.present[row] != 0;
-      const bool have = j < sparse->indices.size() && static_cast<uint64_t>(sparse->indices[j]) == row;
-      if (want != have) {
+    const size_t got = sparse->indices.size();
+    size_t j = 0, k = 0;
+    while (j < got || k < ref.rows.size()) {
+      const bool have = j < got, want = k < ref.rows.size();
+      const uint64_t gr = have ? static_cast<uint64_t>(sparse->indices[j]) : ~uint64_t{0};
+      if (have && j > 0 && static_cast<uint64_t>(sparse->indices[j - 1]) >= gr) {  // unsorted or repeated
         wrong += D;
-      } else if (have) {
-        for (uint32_t c = 0; c < D; ++c) wrong += bad(v[j * D + c], row * D + c);
+        ++j;
+        continue;
       }
-      if (have) ++j;
+      if (want && (!have || ref.rows[k] < gr)) {  // a missing row
+        wrong += D;
+        ++k;
+      } else if (!want || gr < ref.rows[k]) {  // an extra row
+        wrong += D;
+        ++j;
+      } else {
+        for (uint32_t c = 0; c < D; ++c) wrong += bad(v[j * D + c], ref.sum[k * D + c], ref.sum_abs[k * D + c]);
+        ++j;
+        ++k;
+      }
     }
-    wrong += (sparse->indices.size() - std::min(j, sparse->indices.size())) * D;  // extras / unsorted
   });
   return wrong;
 }
@@ -536,10 +564,25 @@ struct Runner {
   }
 };
 
+/// Schemes whose memory grows with N (an N-value buffer or accumulator): in `--scheme all` they are
+/// skipped for tensors above 4 GiB (a trace of N = 2^33 held sparsely must still run); named
+/// explicitly they run (and fail with a clear allocation error if the memory is not there).
+bool dense_cost(const std::string& s) {
+  return s == "dense" || s == "dense_native" || s == "sparcml" || s == "omnireduce" || s == "mpi_allreduce" ||
+         s == "mpi_allgatherv";
+}
+
 std::vector<Runner> make_runners(Communicator& comm, const std::vector<std::string>& names, const TensorSpec& spec,
-                                 const SchemeOptions& opt, bool dense_out) {
+                                 const SchemeOptions& opt, bool dense_out, bool from_all) {
   std::vector<Runner> out;
+  const uint64_t bytes = spec.dense_len * dtype_size(spec.dtype);
   for (const auto& name : names) {
+    if (from_all && dense_cost(name) && bytes > (uint64_t{4} << 30)) {
+      if (comm.rank() == 0)
+        std::printf("# %s skipped: it needs N-value buffers (%.1f GiB); name it in --scheme to run it anyway\n",
+                    name.c_str(), static_cast<double>(bytes) / static_cast<double>(uint64_t{1} << 30));
+      continue;
+    }
     Runner rn;
     rn.name = name;
     if (is_raw(name)) {
@@ -748,7 +791,7 @@ std::vector<Row> run_bench(Communicator& comm, const Config& cfg) {
         tr.mine[t] = Workload{std::move(ri.idx), std::move(ri.values)};
         tr.views[t] = make_view(tr.mine[t], N, TD, meta.dtype, vit, tr.i32[t]);
       }
-      tr.runners = make_runners(comm, schemes, TensorSpec{N, TD, meta.dtype}, opt, dense_out);
+      tr.runners = make_runners(comm, schemes, TensorSpec{N, TD, meta.dtype}, opt, dense_out, cfg.schemes == "all");
     }
     if (root) print_header(cfg, n, comm.backend_name(), 0, true, cfg.iters, static_cast<uint32_t>(runs[0].meta.row_width));
     std::vector<Group> groups;
@@ -769,7 +812,7 @@ std::vector<Row> run_bench(Communicator& comm, const Config& cfg) {
             trace::RankIter ri = trace::read_rank_iter(tr.dir, meta, p, t);
             all[p] = Workload{std::move(ri.idx), std::move(ri.values)};
           }
-          const Reference ref = build_reference(all, N, TD, tdt);
+          const Reference ref = build_reference(all, TD, tdt);
           uint64_t local = 0;
           for (auto& x : all) local += x.idx.size();
           entries += local;
@@ -834,7 +877,7 @@ std::vector<Row> run_bench(Communicator& comm, const Config& cfg) {
     if (cfg.check) {
       all.resize(n);
       for (int p = 0; p < n; ++p) all[p] = p == r ? mine : generate(R, D, dt, cfg.density, gamma, cfg.skew, n, p, cfg.seed);
-      ref = build_reference(all, R * D, D, dt);
+      ref = build_reference(all, D, dt);
       uint64_t local = 0;
       for (auto& x : all) local += x.idx.size();
       dens = static_cast<double>(local) / n / static_cast<double>(R);
@@ -846,7 +889,7 @@ std::vector<Row> run_bench(Communicator& comm, const Config& cfg) {
                   static_cast<unsigned long long>(R), dens, cfg.check ? " (mean over ranks)," : ", target", cfg.check ? gam : gamma);
     std::vector<int32_t> i32;
     const std::vector<SparseView> views{make_view(mine, N, D, dt, iti, i32)};
-    auto runners = make_runners(comm, schemes, TensorSpec{N, D, dt}, opt, dense_out);
+    auto runners = make_runners(comm, schemes, TensorSpec{N, D, dt}, opt, dense_out, cfg.schemes == "all");
     time_runners(comm, {Group{&runners, &views}}, dense_out, cfg.warmup, cfg.iters);
     for (auto& rn : runners) {
       if (cfg.check) check_runner(rn, views[0], ref, N, D, dt, true);
@@ -1003,15 +1046,25 @@ int main(int argc, char** argv) {
     }
 #ifdef ZEN_HAVE_MPI
     mpi::Environment env(&argc, &argv);
-    int rc = 0;
-    {
-      auto comm = mpi::create(MPI_COMM_WORLD);
+    int rank = 0, rc = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::unique_ptr<Communicator> comm;
+    try {
+      comm = mpi::create(MPI_COMM_WORLD);
       comm->set_timeout(Communicator::Ms(600000));
       auto rows = run_bench(*comm, cfg);
       finish(*comm, cfg, rows);
       uint64_t wrong = 0;
       for (const auto& r : rows) wrong += r.wrong;
       rc = wrong ? 2 : 0;
+      comm.reset();
+    } catch (const std::exception& ex) {
+      // One rank's error ends the job at once: print it, tell the peers (they may be waiting in a
+      // zen call) and abort the job (they may also be outside any, e.g. reading their own records).
+      std::fprintf(stderr, "zen_perf: rank %d: %s\n", rank, ex.what());
+      std::fflush(stderr);
+      if (comm) comm->abort(ex.what());
+      MPI_Abort(MPI_COMM_WORLD, 1);
     }
     return rc;
 #else

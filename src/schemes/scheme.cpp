@@ -103,6 +103,14 @@ void SparseAllreduce::execute_checked(const SparseView& in, SparseTensor* sparse
     ZEN_THROW(Result::SystemError, "rank " + std::to_string(comm_.rank()) + " sparse allreduce (" + name() +
                                        "): workspace allocation failed (N=" + std::to_string(spec_.dense_len) +
                                        ", nnz=" + std::to_string(in.nnz) + "): " + e.what());
+  } catch (const Error& e) {
+    // Input errors found inside a plan (an index checked while hashing or coalescing, when the
+    // caller skipped validation) get the rank and the scheme, like validate()'s messages.
+    const std::string m = e.what();
+    if (e.code() != Result::InvalidArgument || m.find("rank ") != std::string::npos) throw;
+    const std::string head = std::string("zen ") + result_name(e.code()) + ": ";
+    const std::string rest = m.rfind(head, 0) == 0 ? m.substr(head.size()) : m;
+    throw Error(e.code(), head + "rank " + std::to_string(comm_.rank()) + " sparse allreduce (" + name() + "): " + rest);
   }
 }
 

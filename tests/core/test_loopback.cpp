@@ -60,7 +60,24 @@ TEST(Loopback, CollectiveMismatchAndSizeMismatchAreErrors) {
     if (c.rank() == 0) c.allreduce(&b, 1, DType::F32);
     else c.barrier();
   });
-  EXPECT_TRUE(errs[0] || errs[1]);
+  // Both ranks see the mismatch at the same sequence number: InvalidUsage naming both operations
+  // (or, on the rank that is told first by its peer, RemoteError quoting the peer's same error).
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(errs[r]) << "rank " << r;
+    try {
+      std::rethrow_exception(errs[r]);
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_TRUE(e.code() == Result::InvalidUsage || e.code() == Result::RemoteError) << m;
+      EXPECT_NE(m.find("collective mismatch: peer called"), std::string::npos) << m;
+      if (e.code() == Result::InvalidUsage) {
+        EXPECT_NE(m.find(r == 0 ? "peer called barrier where this rank called allreduce"
+                                : "peer called allreduce where this rank called barrier"),
+                  std::string::npos)
+            << m;
+      }
+    }
+  }
   errs = loopback::run_collect(2, [](Communicator& c) {
     std::vector<uint8_t> b(16);
     if (c.rank() == 0) c.send(b.data(), 16, 1);

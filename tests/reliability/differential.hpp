@@ -18,6 +18,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "zen/schemes/hierarchical.hpp"
 #include "zen/schemes/scheme.hpp"
 #include "zen/tensor.hpp"
 
@@ -46,6 +47,8 @@ struct Case {
   SchemeOptions opt;
   bool dense_out = false;
   std::string shape;  // density/skew description
+  int hier_node = 0;        // > 0: hierarchical mode with this node size, `scheme` across nodes
+  bool fractional = false;  // 16-bit values that are not integers (one-shot schemes only)
   std::vector<std::vector<RankInput>> in;  // [iteration][rank]
 
   uint64_t rows() const { return spec.dense_len / spec.row_width; }
@@ -71,7 +74,8 @@ struct Case {
       << " pull=" << static_cast<int>(opt.pull) << " seed=" << opt.seed << " k=" << opt.hash_functions
       << " pf=" << opt.parallel_factor << " sf=" << opt.serial_fraction << " threads=" << opt.threads
       << " block=" << opt.block_size << " sparcml_switch=" << opt.sparcml_dense_switch
-      << " out=" << (dense_out ? "dense" : "sparse") << " iters=" << in.size() << " total_nnz=" << tot << " " << shape;
+      << " out=" << (dense_out ? "dense" : "sparse") << " iters=" << in.size() << " total_nnz=" << tot << " " << shape
+      << " hier_node=" << hier_node << " fractional=" << fractional;
     return s.str();
   }
 };
@@ -210,12 +214,71 @@ inline Case make_case(uint64_t base, uint64_t id, int n, int max_n = 16) {
       });
     }
   }
+  // Drawn after everything above, so that earlier sweeps keep their cases: the hierarchical mode
+  // (node size a divisor of n, the drawn scheme across nodes), and non-integer 16-bit values for the
+  // one-shot schemes (checked against a reference that sums in fp32 in rank order, rounded once).
+  if (rows <= (uint64_t{1} << 20) && coin(0.12)) {
+    std::vector<int> divs;
+    for (int L = 1; L <= c.n; ++L)
+      if (c.n % L == 0) divs.push_back(L);
+    c.hier_node = divs[uni(0, divs.size() - 1)];
+  }
+  const bool one_shot = c.scheme == "balanced" || c.scheme == "allgather" || c.scheme == "sparse_ps";
+  if (one_shot && c.hier_node == 0 && (c.spec.dtype == DType::F16 || c.spec.dtype == DType::BF16) && coin(0.5)) {
+    c.fractional = true;
+    for (auto& it : c.in)
+      for (auto& x : it)
+        dispatch_dtype(c.spec.dtype, [&](auto tag) {
+          using T = decltype(tag);
+          for (size_t j = 0; j < x.idx.size() * D; ++j) {
+            float f = std::uniform_real_distribution<float>(-3.0f, 3.0f)(g);
+            if (static_cast<float>(static_cast<T>(f)) == 0.0f) f = 0.5f;  // never a (possibly -0.0) zero
+            put_value<T>(x.vals.data() + j * vsz, static_cast<double>(f));
+          }
+        });
+  }
   return c;
 }
 
-/// Independent reference: row -> per-column sums over every rank's input (double, exact).
+/// Independent reference: row -> per-column sums over every rank's input (double, exact). For
+/// fractional 16-bit cases: each rank's duplicates summed in fp32 in input order and rounded to the
+/// dtype (what goes on the wire), then the ranks summed in fp32 in rank order and rounded once.
 inline std::map<int64_t, std::vector<double>> reference(const Case& c, int it) {
   std::map<int64_t, std::vector<double>> ref;
+  if (c.fractional) {
+    return dispatch_dtype(c.spec.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const size_t D = c.spec.row_width, vsz = sizeof(T);
+      std::map<int64_t, std::vector<float>> acc;
+      for (int r = 0; r < c.n; ++r) {
+        const RankInput& x = c.in[it][r];
+        std::map<int64_t, std::vector<float>> mine;
+        for (size_t j = 0; j < x.idx.size(); ++j) {
+          auto& row = mine[x.idx[j]];
+          const bool first = row.empty();
+          if (first) row.assign(D, 0.0f);
+          for (size_t col = 0; col < D; ++col) {
+            const float v = static_cast<float>(get_value(c.spec.dtype, x.vals.data() + (j * D + col) * vsz));
+            row[col] = first ? v : row[col] + v;
+          }
+        }
+        for (auto& [k, row] : mine) {
+          auto pos = acc.find(k);
+          for (size_t col = 0; col < D; ++col) row[col] = static_cast<float>(static_cast<T>(row[col]));
+          if (pos == acc.end()) acc.emplace(k, row);
+          else
+            for (size_t col = 0; col < D; ++col) pos->second[col] += row[col];
+        }
+      }
+      std::map<int64_t, std::vector<double>> out;
+      for (auto& [k, row] : acc) {
+        std::vector<double> d(D);
+        for (size_t col = 0; col < D; ++col) d[col] = static_cast<double>(static_cast<float>(static_cast<T>(row[col])));
+        out.emplace(k, d);
+      }
+      return out;
+    });
+  }
   const size_t D = c.spec.row_width, vsz = dtype_size(c.spec.dtype);
   for (int r = 0; r < c.n; ++r) {
     const RankInput& x = c.in[it][r];
@@ -237,7 +300,8 @@ struct Output {
 
 /// Run the case's scheme on communicator `comm` (rank comm.rank()) for every iteration.
 inline std::vector<Output> run_rank(const Case& c, Communicator& comm) {
-  auto s = make_scheme(c.scheme, comm, c.spec, c.opt);
+  auto s = c.hier_node > 0 ? make_hierarchical(comm, c.spec, c.opt, HierarchicalOptions{c.hier_node, c.scheme})
+                           : make_scheme(c.scheme, comm, c.spec, c.opt);
   std::vector<Output> outs(c.in.size());
   for (size_t it = 0; it < c.in.size(); ++it) {
     SparseView v = c.view(static_cast<int>(it), comm.rank());

@@ -24,7 +24,7 @@ using namespace zen::difftest;
 namespace {
 
 struct Totals {
-  uint64_t cases = 0, failures = 0, overflow_cases = 0, large_cases = 0;
+  uint64_t cases = 0, failures = 0, overflow_cases = 0, large_cases = 0, hierarchical = 0, fractional = 0;
   std::map<std::string, uint64_t> per_scheme;
 };
 
@@ -32,9 +32,20 @@ void count(Totals& t, const Case& c) {
   ++t.cases;
   ++t.per_scheme[c.scheme];
   if (c.rows() > (uint64_t{1} << 20)) ++t.large_cases;
+  if (c.hier_node > 0) ++t.hierarchical;
+  if (c.fractional) ++t.fractional;
 }
 
-bool run_loopback_case(const Case& c, Totals& t, int timeout_ms, bool verbose) {
+// The exact command that reruns one case.
+std::string rerun(uint64_t seed, uint64_t id, int max_ranks, int mpi_ranks) {
+  std::string cmd = mpi_ranks > 0 ? "mpirun -np " + std::to_string(mpi_ranks) + " zen_differential --backend mpi"
+                                  : std::string("zen_differential");
+  cmd += " --seed " + std::to_string(seed) + " --first " + std::to_string(id) + " --cases 1";
+  if (mpi_ranks == 0 && max_ranks != 16) cmd += " --max-ranks " + std::to_string(max_ranks);
+  return cmd;
+}
+
+bool run_loopback_case(const Case& c, Totals& t, int timeout_ms, bool verbose, uint64_t seed, int max_ranks) {
   if (verbose) std::cerr << "run " << c.describe() << std::endl;
   std::vector<std::vector<Output>> outs(static_cast<size_t>(c.n));
   auto errs = loopback::run_collect(
@@ -45,7 +56,8 @@ bool run_loopback_case(const Case& c, Totals& t, int timeout_ms, bool verbose) {
       try {
         std::rethrow_exception(errs[r]);
       } catch (const std::exception& e) {
-        std::cerr << "FAIL " << c.describe() << "\n  rank " << r << " threw: " << e.what() << "\n";
+        std::cerr << "FAIL " << c.describe() << "\n  rank " << r << " threw: " << e.what()
+                  << "\n  rerun: " << rerun(seed, c.id, max_ranks, 0) << "\n";
       }
       return false;
     }
@@ -58,7 +70,8 @@ bool run_loopback_case(const Case& c, Totals& t, int timeout_ms, bool verbose) {
       std::string err = check_output(c, static_cast<int>(it), outs[r][it], ref);
       if (err.empty() && output_hash(outs[r][it]) != h0) err = "result bits differ from rank 0's";
       if (!err.empty()) {
-        std::cerr << "FAIL " << c.describe() << "\n  iteration " << it << " rank " << r << ": " << err << "\n";
+        std::cerr << "FAIL " << c.describe() << "\n  iteration " << it << " rank " << r << ": " << err
+                  << "\n  rerun: " << rerun(seed, c.id, max_ranks, 0) << "\n";
         return false;
       }
     }
@@ -69,10 +82,11 @@ bool run_loopback_case(const Case& c, Totals& t, int timeout_ms, bool verbose) {
 
 void print_totals(const char* backend, int ranks, const Totals& t, double secs, uint64_t seed) {
   std::printf("differential: backend=%s ranks=%s cases=%llu failures=%llu seconds=%.1f seed=%llu large_N_cases=%llu "
-              "overflow_cases=%llu per_scheme:",
+              "overflow_cases=%llu hierarchical_cases=%llu fractional_16bit_cases=%llu per_scheme:",
               backend, ranks > 0 ? std::to_string(ranks).c_str() : "1..16", static_cast<unsigned long long>(t.cases),
               static_cast<unsigned long long>(t.failures), secs, static_cast<unsigned long long>(seed),
-              static_cast<unsigned long long>(t.large_cases), static_cast<unsigned long long>(t.overflow_cases));
+              static_cast<unsigned long long>(t.large_cases), static_cast<unsigned long long>(t.overflow_cases),
+              static_cast<unsigned long long>(t.hierarchical), static_cast<unsigned long long>(t.fractional));
   for (auto& [k, v] : t.per_scheme) std::printf(" %s=%llu", k.c_str(), static_cast<unsigned long long>(v));
   std::printf("\n");
   std::fflush(stdout);
@@ -92,28 +106,39 @@ int run_mpi(int argc, char** argv, uint64_t seed, uint64_t first, uint64_t cases
     if (verbose && me == 0) std::cerr << "run " << c.describe() << std::endl;
     std::string err;
     bool overflow = false;
-    std::vector<uint64_t> hashes;
+    // One hash per iteration on every rank, also on a rank whose case failed (0 then), so that the
+    // exchange below always happens: a rank that fails mid-case never leaves the others waiting.
+    std::vector<uint64_t> hashes(c.in.size(), 0);
     try {
       auto outs = run_rank(c, *comm);
       for (size_t it = 0; it < outs.size() && err.empty(); ++it) {
         overflow |= outs[it].serial_overflows > 0;
         err = check_output(c, static_cast<int>(it), outs[it], reference(c, static_cast<int>(it)));
-        hashes.push_back(output_hash(outs[it]));
-      }
-      for (size_t it = 0; it < hashes.size(); ++it) {
-        auto all = comm->allgather_value(hashes[it]);
-        for (int p = 0; p < n && err.empty(); ++p)
-          if (all[p] != hashes[it]) err = "iteration " + std::to_string(it) + ": result bits differ from rank " + std::to_string(p);
+        hashes[it] = output_hash(outs[it]);
       }
     } catch (const std::exception& e) {
-      std::cerr << "FAIL " << c.describe() << "\n  rank " << me << " threw: " << e.what() << std::endl;
-      MPI_Abort(MPI_COMM_WORLD, 3);  // one rank's exception must end the job, not hang it
+      err = std::string("threw: ") + e.what();
+    }
+    std::vector<uint64_t> all(static_cast<size_t>(n));
+    for (size_t it = 0; it < hashes.size(); ++it) {
+      MPI_Allgather(&hashes[it], 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
+      for (int p = 0; p < n && err.empty(); ++p)
+        if (all[p] != hashes[it]) err = "iteration " + std::to_string(it) + ": result bits differ from rank " + std::to_string(p);
     }
     if (!err.empty()) {
-      std::cerr << "FAIL " << c.describe() << "\n  rank " << me << ": " << err << std::endl;
+      std::cerr << "FAIL " << c.describe() << "\n  rank " << me << ": " << err << "\n  rerun: " << rerun(seed, id, 16, n)
+                << std::endl;
       ++t.failures;
     }
     if (overflow) ++t.overflow_cases;
+    // A failure poisons the communicator on every rank: build a new one for the next case.
+    int failed = comm->failed() ? 1 : 0, any = 0;
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any) {
+      comm.reset();
+      comm = mpi::create(MPI_COMM_WORLD);
+      comm->set_timeout(Communicator::Ms(timeout_ms));
+    }
   }
   uint64_t fails = t.failures;
   MPI_Allreduce(&fails, &t.failures, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
@@ -163,7 +188,7 @@ int main(int argc, char** argv) {
         std::fclose(f);
       }
     }
-    if (!run_loopback_case(c, t, timeout_ms, verbose)) {
+    if (!run_loopback_case(c, t, timeout_ms, verbose, seed, max_ranks)) {
       ++t.failures;
       if (stop) break;
     }
