@@ -3,6 +3,10 @@
 // the poisoned communicator (the retry-after-error case: never a sum mixing two steps). Needs >= 2
 // ranks for the cross-rank cases (skipped at 1).
 #include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
 #include <mpi.h>
 
 #include <chrono>
@@ -101,6 +105,22 @@ TEST(CapiMpi, StatsCallsAndNullArguments) {
   }
   EXPECT_EQ(zenSparseAllreduceLastStats(nullptr, &sent, &recv, &sec), zenInvalidArgument);
   zenSparseAllreduceDestroy(op);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// Destroying a communicator exchanges "closing" with every peer; a peer's closing that the
+// pre-posted abort receive caught just before it was cancelled must count, or the destructor
+// waits out its bound (10 s at the default timeout; it did at n = 3 before the fix).
+TEST(CapiMpi, DestroyingCommunicatorsDoesNotWaitOutTheClosingBound) {
+  for (int it = 0; it < 6; ++it) {
+    zenComm_t c = nullptr;
+    MPI_Comm w = MPI_COMM_WORLD;
+    ASSERT_EQ(zenCommInitMpi(&c, &w), zenSuccess) << zenGetLastError();
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(zenCommDestroy(c), zenSuccess);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(s, 5.0) << "destroy #" << it << " took " << s << " s";
+  }
   MPI_Barrier(MPI_COMM_WORLD);
 }
 

@@ -162,9 +162,18 @@ class MpiComm final : public Communicator {
     progress_sends();
     if (abort_rq_ != MPI_REQUEST_NULL) {
       MPI_Cancel(&abort_rq_);
-      int flag = 0;
-      for (int i = 0; i < 1000 && !flag; ++i) MPI_Test(&abort_rq_, &flag, MPI_STATUS_IGNORE);
-      if (!flag) orphans_.push_back(abort_rq_);
+      int flag = 0, cancelled = 0;
+      MPI_Status st;
+      for (int i = 0; i < 1000 && !flag; ++i) MPI_Test(&abort_rq_, &flag, &st);
+      if (!flag) {
+        orphans_.push_back(abort_rq_);
+      } else if (MPI_Test_cancelled(&st, &cancelled) == MPI_SUCCESS && !cancelled) {
+        // The receive matched a message before the cancel: a peer's "closing" (counted as such by
+        // close_control_channels, which would otherwise wait for it to its bound) or a stale one.
+        AbortHeader h{};
+        std::memcpy(&h, abort_in_.data(), sizeof h);
+        if (h.nonce == nonce_ && h.missing == kClosing && h.rank >= 0 && h.rank < size_) closed_[static_cast<size_t>(h.rank)] = 1;
+      }
       abort_rq_ = MPI_REQUEST_NULL;
     }
     bool outstanding = !pending_.empty();
