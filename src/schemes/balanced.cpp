@@ -253,6 +253,8 @@ class Balanced final : public SparseAllreduce {
     report_.push_imbalance = detail::imbalance(w.loads_push);
     report_.pull_imbalance = detail::imbalance(w.owner_k);
     report_.encoding = nbitmap == 0 ? "coo" : (nbitmap == n ? "bitmap" : "mixed");
+    report_.global_rows = 0;
+    for (int p = 0; p < n; ++p) report_.global_rows += w.meta[p].result_rows;
     uint8_t* all = plan::grow(w.all, ptotal);
 
     // 6. Write this owner's message in place in the pull buffer (index part, then values in position

@@ -87,6 +87,9 @@ void SparseAllreduce::reset_report() {
   report_.result_nnz = 0;
   report_.encoding.clear();
   report_.serial_overflows = 0;
+  report_.global_rows = 0;
+  report_.scheme.clear();
+  report_.decision.clear();
 }
 
 void SparseAllreduce::execute_checked(const SparseView& in, SparseTensor* sparse_out, void* dense_out) {
@@ -144,6 +147,7 @@ void SparseAllreduce::run(const SparseView& in, SparseTensor& out) {
     execute_checked(in, &out, nullptr);
     report_.seconds = detail::seconds_now() - t0;
     report_.result_nnz = out.nnz();
+    if (report_.scheme.empty()) report_.scheme = name();
   });
 }
 
@@ -154,6 +158,7 @@ void SparseAllreduce::run_dense(const SparseView& in, void* dense_out) {
     prepare(in);
     execute_checked(in, nullptr, dense_out);
     report_.seconds = detail::seconds_now() - t0;
+    if (report_.scheme.empty()) report_.scheme = name();
   });
 }
 
@@ -179,6 +184,7 @@ std::unique_ptr<SparseAllreduce> make_allgather(Communicator&, const TensorSpec&
 std::unique_ptr<SparseAllreduce> make_sparcml(Communicator&, const TensorSpec&, const SchemeOptions&);
 std::unique_ptr<SparseAllreduce> make_omnireduce(Communicator&, const TensorSpec&, const SchemeOptions&);
 std::unique_ptr<SparseAllreduce> make_sparse_ps(Communicator&, const TensorSpec&, const SchemeOptions&);
+std::unique_ptr<SparseAllreduce> make_auto(Communicator&, const TensorSpec&, const SchemeOptions&);
 
 using Maker = std::unique_ptr<SparseAllreduce> (*)(Communicator&, const TensorSpec&, const SchemeOptions&);
 static const std::vector<std::pair<std::string, Maker>>& registry() {
@@ -202,8 +208,10 @@ std::unique_ptr<SparseAllreduce> make_scheme(const std::string& name, Communicat
                                              const SchemeOptions& opt) {
   for (auto& e : registry())
     if (e.first == name) return e.second(comm, spec, opt);
+  if (name == "auto") return make_auto(comm, spec, opt);
   std::string all;
   for (auto& e : registry()) all += (all.empty() ? "" : ", ") + e.first;
+  all += ", auto";
   ZEN_THROW(Result::InvalidArgument, "unknown scheme '" + name + "' (known: " + all + ")");
 }
 

@@ -139,6 +139,8 @@ class SparsePS final : public SparseAllreduce {
     report_.push_imbalance = baseline::imbalance(w.pushed);
     report_.pull_imbalance = baseline::imbalance(w.results);
     report_.encoding = nbitmap == 0 ? "coo" : (nbitmap == n ? "bitmap" : "mixed");
+    report_.global_rows = 0;
+    for (int o = 0; o < n; ++o) report_.global_rows += w.meta[o].result_rows;
     uint8_t* all = plan::grow(w.all, pt);
     plan::owner_write<T>(w.owner, isz, D, use_bitmap, all + w.pd[me], tp);
     {

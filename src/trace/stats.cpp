@@ -295,8 +295,6 @@ std::string stats_table(const TraceStats& s) {
   return os.str();
 }
 
-namespace {
-
 std::string find_gnuplot() {
   if (const char* env = std::getenv("ZEN_GNUPLOT")) return env;  // "" or "none" disables plots
   if (const char* path = std::getenv("PATH")) {
@@ -312,6 +310,8 @@ std::string find_gnuplot() {
   }
   return fs::exists("/usr/bin/gnuplot") ? "/usr/bin/gnuplot" : "";
 }
+
+namespace {
 
 void write_text(const fs::path& p, const std::string& s) {
   std::ofstream o(p);

@@ -124,6 +124,36 @@ TEST(CapiMpi, DestroyingCommunicatorsDoesNotWaitOutTheClosingBound) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+TEST(CapiMpi, AutoRunsOneSchemeOnEveryRankAndExplainsIt) {
+  Comm c;
+  zenSparseAllreduce_t op = nullptr;
+  ASSERT_EQ(zenSparseAllreduceCreate(&op, c.c, "auto", kN, 1, zenFloat64, nullptr), zenSuccess) << zenGetLastError();
+  int64_t idx[2] = {static_cast<int64_t>(rank()), static_cast<int64_t>(kN - 1)};
+  double val[2] = {1.0, 2.0};
+  std::vector<double> out(kN);
+  for (int call = 0; call < 15; ++call) {
+    ASSERT_EQ(zenSparseAllreduceDense(op, 2, idx, zenInt64, val, out.data()), zenSuccess) << zenGetLastError();
+    for (uint64_t i = 0; i < kN; ++i) {
+      double want = (i < static_cast<uint64_t>(size()) ? 1.0 : 0.0) + (i == kN - 1 ? 2.0 * size() : 0.0);
+      ASSERT_EQ(out[i], want) << "call " << call << " element " << i;
+    }
+    const char* scheme = nullptr;
+    const char* why = nullptr;
+    ASSERT_EQ(zenSparseAllreduceLastScheme(op, &scheme, &why), zenSuccess);
+    ASSERT_NE(scheme, nullptr);
+    EXPECT_NE(std::string(why).find("auto"), std::string::npos) << why;
+    // The same scheme on every rank: compare the name's hash.
+    uint64_t h = std::hash<std::string>{}(scheme), lo = 0, hi = 0;
+    MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    EXPECT_EQ(lo, hi) << "call " << call << ": ranks ran different schemes (this one: " << scheme << ")";
+  }
+  const char* scheme = nullptr;
+  EXPECT_EQ(zenSparseAllreduceLastScheme(nullptr, &scheme, nullptr), zenInvalidArgument);
+  zenSparseAllreduceDestroy(op);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 TEST(CapiMpi, TimeoutNamesTheMissingRank) {
   if (size() < 2) GTEST_SKIP() << "needs 2 ranks";
   const int missing = size() - 1;

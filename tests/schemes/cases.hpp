@@ -1,7 +1,8 @@
 #pragma once
 // Test cases for the sparse allreduce schemes, an independent dense reference, a per-rank checker
-// and the byte formulas of docs/algorithms.md computed from the inputs. Shared by the loopback and
-// MPI test binaries.
+// and the byte formulas of docs/algorithms.md computed from the inputs by the cost model
+// (zen/model/cost_model.hpp), which the tests hold against the communicator's counts. Shared by
+// the loopback and MPI test binaries.
 //
 // Values are small integers (|v| <= 4, at most 3 duplicates of a row per rank, n <= 8), so every
 // partial and final sum is exact in f32, f64, f16 and bf16 whatever the reduction order: every
@@ -19,6 +20,7 @@
 
 #include "zen/comm/communicator.hpp"
 #include "zen/hash/hash.hpp"
+#include "zen/model/cost_model.hpp"
 #include "zen/schemes/scheme.hpp"
 #include "zen/tensor.hpp"
 
@@ -273,169 +275,32 @@ inline void check_case(Communicator& comm, const std::string& scheme, const Case
   for (size_t p = 0; p < all.size(); ++p) EXPECT_EQ(all[p], all[0]) << where << "rank " << p << " result differs from rank 0";
 }
 
-// ---- byte formulas of docs/algorithms.md, from the inputs ----
-struct Traffic {
-  uint64_t sent = 0, recv = 0;
-};
-
-inline uint64_t iw_for(uint64_t key_space) { return key_space <= (1ULL << 31) ? 4 : 8; }
-
-/// Unique rows of every rank.
-inline std::vector<std::set<int64_t>> supports(const Case& c) {
-  std::vector<std::set<int64_t>> u(c.idx.size());
-  for (size_t r = 0; r < c.idx.size(); ++r) u[r].insert(c.idx[r].begin(), c.idx[r].end());
-  return u;
+// ---- byte formulas of docs/algorithms.md, from the inputs: the cost model's exact mode ----
+/// Bytes of one call for every rank and phase (sparse_out: the sparse-output variant).
+inline model::Traffic expected_traffic(const std::string& scheme, const Case& c, int n, bool sparse_out) {
+  const model::Problem p = model::Problem::of(c.spec(), n, c.opt, sparse_out);
+  return model::traffic(scheme, p, model::count_exact(p, c.idx));
 }
 
-inline uint64_t chunk(uint64_t count, uint64_t elem, int n, int i) {
-  return (count / n + (static_cast<uint64_t>(i) < count % n ? 1 : 0)) * elem;
-}
-inline uint64_t part_begin(uint64_t total, int n, int o) {
-  return static_cast<uint64_t>(o) * (total / n) + std::min<uint64_t>(static_cast<uint64_t>(o), total % n);
-}
-
-/// Expected bytes of one call for every rank (sparse_out: the sparse-output variant).
-inline std::vector<Traffic> expected_traffic(const std::string& scheme, const Case& c, int n, bool sparse_out) {
-  std::vector<Traffic> t(n);
-  const uint64_t R = c.rows, N = c.N(), D = c.D, vs = dtype_size(c.dtype), Rb = (R + 7) / 8;
-  const auto U = supports(c);
-  auto ring = [&](uint64_t count, uint64_t elem) {  // ring RS + AG
-    if (n == 1) return;
-    const uint64_t S = count * elem;
-    for (int r = 0; r < n; ++r) {
-      t[r].sent += (S - chunk(count, elem, n, r)) + (S - chunk(count, elem, n, (r + 1) % n));
-      t[r].recv += (S - chunk(count, elem, n, (r + n - 1) % n)) + (S - chunk(count, elem, n, r));
-    }
-  };
-  if (scheme == "dense" || scheme == "dense_native") {
-    if (scheme == "dense") {
-      ring(N, vs);
-      if (sparse_out) ring(Rb, 1);
-    } else if (n > 1) {  // native allreduce of the values, native OR of the support bitmap
-      for (int r = 0; r < n; ++r) {
-        t[r].sent = t[r].recv = 2 * (N * vs - chunk(N, vs, n, r));
-        if (sparse_out) {
-          t[r].sent += 2 * (Rb - chunk(Rb, 1, n, r));
-          t[r].recv += 2 * (Rb - chunk(Rb, 1, n, r));
-        }
-      }
-    }
-  } else if (scheme == "allgather") {
-    const uint64_t e = iw_for(R) + D * vs;
-    uint64_t tot = 0;
-    for (auto& u : U) tot += u.size();
-    for (int r = 0; r < n; ++r) {
-      t[r].sent = 8 * (n - 1) + (n - 1) * U[r].size() * e;
-      t[r].recv = 8 * (n - 1) + (tot - U[r].size()) * e;
-    }
-  } else if (scheme == "sparcml") {
-    const uint64_t e = iw_for(R) + D * vs, dense_b = N * vs + (sparse_out ? Rb : 0);
-    auto sw = [&](uint64_t k) {
-      return c.opt.sparcml_dense_switch > 0 ? static_cast<double>(k) > c.opt.sparcml_dense_switch * static_cast<double>(R)
-                                            : k * e > dense_b;
-    };
-    struct St {
-      std::set<int64_t> s;
-      bool dense;
-    };
-    auto bytes = [&](const St& s) { return 8 + (s.dense ? dense_b : s.s.size() * e); };
-    auto merge = [&](const St& a, const St& b) {
-      St m{a.s, a.dense || b.dense};
-      m.s.insert(b.s.begin(), b.s.end());
-      if (!m.dense && sw(m.s.size())) m.dense = true;
-      return m;
-    };
-    std::vector<St> st(n);
-    for (int r = 0; r < n; ++r) st[r] = St{U[r], sw(U[r].size())};
-    int P = 1;
-    while (P * 2 <= n) P *= 2;
-    for (int r = P; r < n; ++r) {
-      t[r].sent += bytes(st[r]);
-      t[r - P].recv += bytes(st[r]);
-      st[r - P] = merge(st[r - P], st[r]);
-    }
-    for (int s = 1; s < P; s *= 2) {
-      std::vector<St> nx(st);
-      for (int r = 0; r < P; ++r) {
-        t[r].sent += bytes(st[r]);
-        t[r].recv += bytes(st[r ^ s]);
-        nx[r] = merge(st[r], st[r ^ s]);
-      }
-      st = nx;
-    }
-    for (int r = P; r < n; ++r) {
-      t[r - P].sent += bytes(st[r - P]);
-      t[r].recv += bytes(st[r - P]);
-    }
-  } else if (scheme == "omnireduce") {
-    const uint64_t BR = std::max<uint64_t>(1, c.opt.block_size / D), NB = (R + BR - 1) / BR;
-    auto rows_b = [&](uint64_t b) { return std::min(BR, R - b * BR); };
-    auto bb = [&](uint64_t b) { return (sparse_out ? (rows_b(b) + 7) / 8 : 0) + rows_b(b) * D * vs; };
-    auto owner = [&](uint64_t b) {
-      int o = 0;
-      while (b >= part_begin(NB, n, o + 1)) ++o;
-      return o;
-    };
-    auto mbytes = [&](int o) { return (part_begin(NB, n, o + 1) - part_begin(NB, n, o) + 7) / 8; };
-    std::vector<std::set<uint64_t>> B(n);
-    std::set<uint64_t> all;
-    for (int r = 0; r < n; ++r)
-      for (int64_t row : U[r]) {
-        B[r].insert(static_cast<uint64_t>(row) / BR);
-        all.insert(static_cast<uint64_t>(row) / BR);
-      }
-    std::vector<uint64_t> V(n, 0);
-    for (uint64_t b : all) V[owner(b)] += bb(b);
-    for (int r = 0; r < n; ++r) {
-      for (int o = 0; o < n; ++o)
-        if (o != r) {
-          t[r].sent += mbytes(o) + 8 + mbytes(r) + V[r];
-          t[r].recv += mbytes(r) + 8 + mbytes(o) + V[o];
-        }
-      for (uint64_t b : B[r])
-        if (owner(b) != r) {
-          t[r].sent += bb(b);
-          t[owner(b)].recv += bb(b);
-        }
-    }
-  } else if (scheme == "sparse_ps" || scheme == "balanced") {
-    // owner of a row and the size of each owner's key set
-    const bool bal = scheme == "balanced";
-    Partitioner part = Partitioner::make(R, static_cast<uint32_t>(n), c.opt.seed);
-    auto owner = [&](int64_t row) {
-      if (bal) return static_cast<int>(part.owner(static_cast<uint64_t>(row)));
-      int o = 0;
-      while (static_cast<uint64_t>(row) >= part_begin(R, n, o + 1)) ++o;
-      return o;
-    };
-    auto m = [&](int o) { return bal ? part.owner_size(static_cast<uint32_t>(o)) : part_begin(R, n, o + 1) - part_begin(R, n, o); };
-    const uint64_t iw = iw_for(m(0)), e = iw + D * vs;
-    std::vector<uint64_t> K(n, 0);
-    std::set<int64_t> all;
-    for (auto& u : U) all.insert(u.begin(), u.end());
-    for (int64_t row : all) K[owner(row)]++;
-    std::vector<uint64_t> Pb(n);
-    for (int o = 0; o < n; ++o) {
-      const uint64_t bm = (m(o) + 7) / 8;
-      const bool use_bm = c.opt.pull == PullEncoding::Bitmap || (c.opt.pull == PullEncoding::Auto && bm < K[o] * iw);
-      Pb[o] = (use_bm ? bm : K[o] * iw) + K[o] * D * vs;
-    }
-    for (int r = 0; r < n; ++r) {
-      t[r].sent += 8 * (n - 1) + 24 * (n - 1) + (n - 1) * Pb[r];
-      t[r].recv += 8 * (n - 1) + 24 * (n - 1);
-      for (int o = 0; o < n; ++o)
-        if (o != r) t[r].recv += Pb[o];
-      // push: both push each distinct row once (balanced merges equal keys in its hash table)
-      for (int64_t row : U[r])
-        if (owner(row) != r) {
-          t[r].sent += e;
-          t[owner(row)].recv += e;
-        }
-    }
-  } else {
-    ADD_FAILURE() << "no byte formula for scheme " << scheme;
+/// The model's bytes of every phase equal the report's (phases of one name summed; a phase the
+/// model lists but the scheme did not run on this rank must carry no bytes).
+inline void expect_phases_match(const model::Traffic& want, const SyncReport& got, int r, const std::string& where) {
+  std::map<std::string, std::pair<uint64_t, uint64_t>> m, g;
+  for (const auto& ph : want.phases) {
+    m[ph.name].first += ph.sent[static_cast<size_t>(r)];
+    m[ph.name].second += ph.recv[static_cast<size_t>(r)];
   }
-  return t;
+  for (const auto& ph : got.phases) {
+    g[ph.name].first += ph.sent;
+    g[ph.name].second += ph.recv;
+    EXPECT_TRUE(m.count(ph.name)) << where << ": the model has no phase '" << ph.name << "'";
+  }
+  for (const auto& [name, sr] : m) {
+    const auto it = g.find(name);
+    const std::pair<uint64_t, uint64_t> have = it == g.end() ? std::pair<uint64_t, uint64_t>{0, 0} : it->second;
+    EXPECT_EQ(have.first, sr.first) << where << " phase " << name << " sent";
+    EXPECT_EQ(have.second, sr.second) << where << " phase " << name << " received";
+  }
 }
 
 }  // namespace zen::test

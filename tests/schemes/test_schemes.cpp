@@ -56,10 +56,15 @@ TEST_P(SchemeSuite, BytesMatchDocumentedFormula) {
           std::lock_guard<std::mutex> lk(mu);
           const std::string where = scheme + " " + cs.name + " pull " + std::to_string(static_cast<int>(pull)) +
                                     " n=" + std::to_string(n) + " rank " + std::to_string(r);
-          EXPECT_EQ(rs.sent, want_sparse[r].sent) << where << " (sparse output)";
-          EXPECT_EQ(rs.recv, want_sparse[r].recv) << where << " (sparse output)";
-          EXPECT_EQ(rd.sent, want_dense[r].sent) << where << " (dense output)";
-          EXPECT_EQ(rd.recv, want_dense[r].recv) << where << " (dense output)";
+          EXPECT_EQ(rs.sent, want_sparse.sent[r]) << where << " (sparse output)";
+          EXPECT_EQ(rs.recv, want_sparse.recv[r]) << where << " (sparse output)";
+          EXPECT_EQ(rd.sent, want_dense.sent[r]) << where << " (dense output)";
+          EXPECT_EQ(rd.recv, want_dense.recv[r]) << where << " (dense output)";
+          test::expect_phases_match(want_sparse, rs, r, where + " (sparse output)");
+          test::expect_phases_match(want_dense, rd, r, where + " (dense output)");
+          if (n > 1 && scheme != "sparcml") {
+            EXPECT_EQ(rs.encoding, want_sparse.encoding) << where;
+          }
           uint64_t ps = 0, pr = 0;
           for (const auto& ph : rs.phases) {
             ps += ph.sent;

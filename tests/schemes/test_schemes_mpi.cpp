@@ -24,10 +24,12 @@ TEST_P(MpiSchemes, MatchReferenceAndFormula) {
     test::check_case(c, scheme, cs, ref, &rs, &rd);
     const auto ws = test::expected_traffic(scheme, cs, n, true);
     const auto wd = test::expected_traffic(scheme, cs, n, false);
-    EXPECT_EQ(rs.sent, ws[r].sent) << scheme << " " << cs.name << " rank " << r;
-    EXPECT_EQ(rs.recv, ws[r].recv) << scheme << " " << cs.name << " rank " << r;
-    EXPECT_EQ(rd.sent, wd[r].sent) << scheme << " " << cs.name << " rank " << r;
-    EXPECT_EQ(rd.recv, wd[r].recv) << scheme << " " << cs.name << " rank " << r;
+    EXPECT_EQ(rs.sent, ws.sent[r]) << scheme << " " << cs.name << " rank " << r;
+    EXPECT_EQ(rs.recv, ws.recv[r]) << scheme << " " << cs.name << " rank " << r;
+    EXPECT_EQ(rd.sent, wd.sent[r]) << scheme << " " << cs.name << " rank " << r;
+    EXPECT_EQ(rd.recv, wd.recv[r]) << scheme << " " << cs.name << " rank " << r;
+    test::expect_phases_match(ws, rs, r, scheme + " " + cs.name + " (sparse output)");
+    test::expect_phases_match(wd, rd, r, scheme + " " + cs.name + " (dense output)");
   }
 }
 

@@ -46,6 +46,20 @@ struct SchemeOptions {
   bool validate = true;                     ///< check index ranges on input
   double sparcml_dense_switch = 0.0;        ///< density where SparCML switches to dense (0 = byte break-even)
   uint32_t block_size = 256;                ///< OmniReduce block size (elements)
+  /// Scheme "auto" (docs/algorithms.md, "auto"): how it gathers statistics, predicts and measures.
+  struct Auto {
+    std::vector<std::string> candidates;  ///< empty: balanced, allgather, sparcml, sparse_ps, omnireduce, dense_native
+    int reevaluate_every = 500;           ///< calls between re-evaluations (0: never)
+    double drift = 0.25;                  ///< re-evaluate when the agreed size moves by more than this fraction
+    double explore_within = 4.0;          ///< measure the candidates predicted within this factor of the best (<= 1: model only)
+    int max_explore = 4;                  ///< measure at most this many candidates (the best predicted ones)
+    int trials = 3;                       ///< calls per measured candidate; the first one is a warm-up when > 1
+    uint64_t sample_rows = 4096;          ///< per-rank hash-sample target for the statistics (exact below it)
+    double alpha_s = 20e-6;               ///< model latency per message round
+    double message_s = 1e-6;              ///< model overhead per message
+    double bytes_per_s = 25e9 / 8.0;      ///< model per-rank bandwidth
+    double entry_s = 0.0;                 ///< model compute per row touched
+  } autotune;
 };
 
 /// Bytes and time of one phase of one call on this rank.
@@ -65,6 +79,11 @@ struct SyncReport {
   uint64_t result_nnz = 0;           ///< rows in the result support
   std::string encoding;              ///< e.g. "coo", "bitmap", "mixed", "dense"
   uint64_t serial_overflows = 0;     ///< balanced: owners whose serial region overflowed (handled losslessly)
+  /// A size every rank learned in the call, identical on all ranks: the union's rows for balanced
+  /// and sparse_ps (from meta), the sum of the ranks' distinct rows for allgather; 0 otherwise.
+  uint64_t global_rows = 0;
+  std::string scheme;    ///< the scheme that ran (auto: the one it chose)
+  std::string decision;  ///< auto: what it chose and why (empty for the fixed schemes)
 };
 
 class SparseAllreduce {
@@ -123,7 +142,8 @@ class SparseAllreduce {
 };
 
 /// Names: "balanced", "dense" (ring RS+AG over the communicator), "dense_native" (backend allreduce),
-/// "allgather", "sparcml", "omnireduce", "sparse_ps".
+/// "allgather", "sparcml", "omnireduce", "sparse_ps", and "auto" (picks one of them by the cost
+/// model and by measuring the close candidates; SchemeOptions::autotune).
 std::unique_ptr<SparseAllreduce> make_scheme(const std::string& name, Communicator& comm, const TensorSpec& spec,
                                              const SchemeOptions& opt = {});
 const std::vector<std::string>& scheme_names();

@@ -60,6 +60,10 @@ nlohmann::json stats_to_json(const TraceStats& s);
 /// Human-readable table.
 std::string stats_table(const TraceStats& s);
 
+/// The gnuplot executable: $ZEN_GNUPLOT ("" or "none" disables plots), else gnuplot on PATH or
+/// /usr/bin/gnuplot; "" when there is none.
+std::string find_gnuplot();
+
 /// Write stats.json, stats.txt, plot data files and, when gnuplot is found (on PATH or at
 /// /usr/bin/gnuplot), PNG plots into out_dir. Returns the PNG paths written (empty with a warning on
 /// stderr when gnuplot is absent or fails).

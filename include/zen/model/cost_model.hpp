@@ -1,0 +1,110 @@
+#pragma once
+// The cost model: bytes per rank per phase of every scheme, and an alpha-beta time on top.
+//
+// Bytes come from the formulas of docs/algorithms.md, evaluated on Counts: the sizes those formulas
+// need (distinct rows per rank, rows per rank and h0 owner / key range, union rows per owner,
+// SparCML's merged-state sizes, OmniReduce's present blocks). Counts built from the ranks' index
+// sets (count_exact) make the bytes exact, equal to what the communicator counts; Counts estimated
+// from a hash sample (estimate_from_sample, what `auto` gathers) or extrapolated to other rank
+// counts (zen_model) give predictions. Time = sum over phases of alpha * steps + beta * (most bytes
+// any rank sends or receives in the phase), per rank link (full duplex), plus an optional per-entry
+// compute cost.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "zen/schemes/scheme.hpp"
+
+namespace zen::model {
+
+/// What the bytes depend on besides the index sets.
+struct Problem {
+  uint64_t rows = 0;  ///< R = N / D
+  uint32_t D = 1;
+  DType dtype = DType::F32;
+  int n = 1;
+  bool sparse_out = true;  ///< sparse result (support traffic of the dense schemes, OmniReduce masks)
+  SchemeOptions opt;       ///< seed (h0), pull, block_size, sparcml_dense_switch
+  static Problem of(const TensorSpec& spec, int n, const SchemeOptions& opt, bool sparse_out);
+  uint64_t N() const { return rows * D; }
+};
+
+/// The sizes the byte formulas need. Vectors are indexed [rank] or [rank][owner].
+struct Counts {
+  std::vector<uint64_t> k;                      ///< distinct rows per rank
+  uint64_t K = 0;                               ///< rows in the union of all ranks
+  std::vector<std::vector<uint64_t>> bal_push;  ///< [r][i]: rows of rank r owned by h0 owner i
+  std::vector<uint64_t> bal_K;                  ///< [i]: union rows owned by h0 owner i
+  std::vector<std::vector<uint64_t>> ps_push;   ///< [r][o]: rows of rank r in key range o
+  std::vector<uint64_t> ps_K;                   ///< [o]: union rows in key range o
+  /// SparCML: [s][r], r < P (largest power of two <= n): rows in rank r's state when stage s starts
+  /// (s = 0 after the fold; s = log2 P: the final state).
+  std::vector<std::vector<uint64_t>> sc_state;
+  /// OmniReduce (blocks of whole rows): per [r][o] the rows and the ceil(rows/8) mask bytes of rank
+  /// r's present blocks in owner o's range; per [o] the same over the union. Empty = unknown.
+  std::vector<std::vector<uint64_t>> om_rows, om_mask;
+  std::vector<uint64_t> om_V_rows, om_V_mask;
+  bool has_omnireduce() const { return !om_V_rows.empty(); }
+};
+
+/// Exact counts from every rank's rows (any order, duplicates allowed, each in [0, R)).
+Counts count_exact(const Problem& p, const std::vector<std::vector<int64_t>>& rows);
+
+/// Estimated counts from a hash sample: sample[r] = rank r's distinct rows x with
+/// sample_hash(x, salt) % stride == 0 (all of them when stride == 1, which makes the counts
+/// exact), k[r] = its distinct row count. Unions and per-owner loads are the sample's times stride
+/// (never more than the rows that exist). OmniReduce is left unknown unless stride == 1.
+Counts estimate_from_sample(const Problem& p, const std::vector<std::vector<int64_t>>& sample,
+                            const std::vector<uint64_t>& k, uint64_t stride);
+/// The hash that picks sample rows (same on every rank).
+uint64_t sample_hash(uint64_t row, uint64_t salt);
+
+struct PhaseTraffic {
+  std::string name;
+  std::vector<uint64_t> sent, recv;  ///< per rank
+  double rounds = 0;                 ///< dependent message rounds (each costs the latency alpha)
+  double messages = 0;               ///< messages the busiest rank sends (each costs the per-message overhead)
+};
+
+struct Traffic {
+  std::string scheme;
+  std::string encoding;               ///< pull encoding chosen ("coo", "bitmap", "mixed", "dense", ...)
+  std::vector<PhaseTraffic> phases;
+  std::vector<uint64_t> sent, recv;   ///< per rank, totals over phases
+  uint64_t max_sent() const;
+  uint64_t max_recv() const;
+};
+
+/// Schemes the model covers: every name of zen::scheme_names().
+bool covers(const std::string& scheme);
+/// Bytes per rank per phase of one call of `scheme`. Phase names are the scheme's own
+/// (report().phases); phases without traffic are listed when the scheme has them on some rank.
+/// Throws InvalidArgument for an unknown scheme or Counts that lack what the scheme needs.
+Traffic traffic(const std::string& scheme, const Problem& p, const Counts& c);
+
+/// Link and compute parameters of the time model.
+struct Link {
+  double alpha_s = 20e-6;            ///< latency per dependent message round
+  double message_s = 1e-6;           ///< overhead per message sent (concurrent messages of one round)
+  double bytes_per_s = 25e9 / 8.0;   ///< per-rank bandwidth (each direction)
+  double entry_s = 0.0;              ///< compute per row touched by the scheme on the busiest rank
+};
+
+struct Prediction {
+  std::string scheme;
+  double seconds = 0;
+  double comm_s = 0, latency_s = 0, compute_s = 0;
+  uint64_t max_bytes = 0;  ///< most bytes any rank sends or receives in one call
+  Traffic traffic;
+};
+
+/// Rows a scheme touches on its busiest rank (the compute term): hashing/coalescing the input, the
+/// owner sums and the decode of the result.
+double work_rows(const std::string& scheme, const Problem& p, const Counts& c);
+
+Prediction predict(const std::string& scheme, const Problem& p, const Counts& c, const Link& link);
+
+/// Bytes of one dense allreduce of the problem (what the dense fallback compares against).
+uint64_t dense_bytes(const Problem& p);
+
+}  // namespace zen::model

@@ -1,0 +1,274 @@
+// Scheme "auto": picks the scheme by the cost model (zen/model/cost_model.hpp) and by measuring the
+// candidates the model cannot separate.
+//
+// A decision (first call, then every `reevaluate_every` calls, or when the size every rank learns
+// in a call moves by more than `drift`) runs in the call itself:
+//  1. statistics ("auto_stats"): each rank coalesces a copy of its rows; an allgather of (nnz,
+//     distinct rows) fixes the sample stride s = ceil(max_r k_r / sample_rows); each rank keeps the
+//     rows x with sample_hash(x) % s == 0 (all of them when s = 1: the statistics are then exact)
+//     and an allgatherv gives every rank every sample. All ranks then hold identical numbers.
+//  2. model: predicted time of every candidate (alpha-beta on the model's bytes). Dense fallback:
+//     when every sparse candidate moves more bytes than a dense allreduce, run dense_native.
+//  3. measurement: the candidates predicted within `explore_within` of the best each run `trials`
+//     real calls (interleaved; the first of each is a warm-up), then one allgather of the times;
+//     the chosen scheme is the one whose slowest rank was fastest (ties: model order).
+// Every choice is a function of allgathered numbers only, so all ranks choose alike. The calls of
+// the exploration are ordinary calls (their results are correct), only possibly slower.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "zen/error.hpp"
+#include "zen/model/cost_model.hpp"
+#include "zen/schemes/scheme.hpp"
+
+namespace zen {
+namespace {
+
+const std::vector<std::string>& default_candidates() {
+  static const std::vector<std::string> c{"balanced", "allgather", "sparcml", "sparse_ps", "omnireduce", "dense_native"};
+  return c;
+}
+
+std::string fmt_time(double s) {
+  char b[32];
+  if (s >= 1e-3) std::snprintf(b, sizeof b, "%.3g ms", s * 1e3);
+  else std::snprintf(b, sizeof b, "%.3g us", s * 1e6);
+  return b;
+}
+
+class Auto final : public SparseAllreduce {
+ public:
+  Auto(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt) : SparseAllreduce(comm, spec, opt) {
+    const auto& a = opt_.autotune;
+    candidates_ = a.candidates.empty() ? default_candidates() : a.candidates;
+    for (const auto& c : candidates_)
+      ZEN_ENFORCE(model::covers(c), "rank " + std::to_string(comm.rank()) + " sparse allreduce (auto): unknown candidate scheme '" + c + "'");
+    ZEN_ENFORCE(!candidates_.empty(), "sparse allreduce (auto): no candidate scheme");
+    ZEN_ENFORCE(a.trials >= 1, "sparse allreduce (auto): trials must be >= 1");
+    ZEN_ENFORCE(a.max_explore >= 1, "sparse allreduce (auto): max_explore must be >= 1");
+    ZEN_ENFORCE(a.sample_rows >= 1, "sparse allreduce (auto): sample_rows must be >= 1");
+    ZEN_ENFORCE(a.bytes_per_s > 0 && a.alpha_s >= 0 && a.entry_s >= 0,
+                "sparse allreduce (auto): model link parameters must be positive");
+    inner_opt_ = opt_;
+    inner_opt_.validate = false;                     // validated once, by this wrapper
+    inner_opt_.duplicates = DuplicatePolicy::Sum;    // rejected once, by this wrapper
+  }
+  const char* name() const override { return "auto"; }
+
+ protected:
+  void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
+    const bool sparse = sparse_out != nullptr;
+    if (need_decision_) decide(in, sparse);  // the output form of the deciding call counts
+    std::string run_name = chosen_;
+    const bool exploring = next_trial_ < trials_.size();
+    if (exploring) run_name = trials_[next_trial_];
+    SparseAllreduce& s = scheme(run_name);
+    const double t0 = detail::seconds_now();
+    if (sparse) s.run(in, *sparse_out);
+    else s.run_dense(in, dense_out);
+    const double dt = detail::seconds_now() - t0;
+    absorb(s.report());
+    if (exploring) {
+      trial_times_[next_trial_] = dt;
+      if (++next_trial_ == trials_.size()) finish_exploration();
+    } else {
+      ++calls_;
+      const uint64_t g = s.report().global_rows;
+      if (g > 0) {
+        if (agreed_ == 0) agreed_ = g;
+        else if (std::abs(static_cast<double>(g) - static_cast<double>(agreed_)) >
+                 opt_.autotune.drift * static_cast<double>(agreed_)) {
+          need_decision_ = true;
+          reason_ = "drift: agreed size " + std::to_string(agreed_) + " -> " + std::to_string(g);
+        }
+      }
+      if (opt_.autotune.reevaluate_every > 0 && calls_ >= static_cast<uint64_t>(opt_.autotune.reevaluate_every)) {
+        need_decision_ = true;
+        reason_ = "periodic (" + std::to_string(calls_) + " calls)";
+      }
+    }
+    report_.scheme = run_name;
+    report_.decision = why_;
+  }
+
+ private:
+  SparseAllreduce& scheme(const std::string& name) {
+    auto it = schemes_.find(name);
+    if (it == schemes_.end()) it = schemes_.emplace(name, make_scheme(name, comm_, spec_, inner_opt_)).first;
+    return *it->second;
+  }
+
+  void absorb(const SyncReport& r) {
+    for (const auto& ph : r.phases) report_.phases.push_back(ph);
+    report_.sent += r.sent;
+    report_.recv += r.recv;
+    report_.push_imbalance = r.push_imbalance;
+    report_.pull_imbalance = r.pull_imbalance;
+    report_.encoding = r.encoding;
+    report_.serial_overflows = r.serial_overflows;
+    report_.global_rows = r.global_rows;
+  }
+
+  /// Collective: statistics, model, and the exploration plan (or the choice).
+  void decide(const SparseView& in, bool sparse) {
+    const auto& a = opt_.autotune;
+    const int n = comm_.size();
+    const auto un = static_cast<size_t>(n);
+    model::Problem prob = model::Problem::of(spec_, n, opt_, sparse);
+    model::Counts counts;
+    uint64_t stride = 1;
+    {
+      Phase ph(*this, "auto_stats");
+      rows_.resize(in.nnz);
+      for (size_t i = 0; i < in.nnz; ++i) rows_[i] = in.index_at(i);
+      std::sort(rows_.begin(), rows_.end());
+      rows_.erase(std::unique(rows_.begin(), rows_.end()), rows_.end());
+      struct Rec {
+        uint64_t nnz, k;
+      };
+      const auto recs = comm_.allgather_value(Rec{in.nnz, rows_.size()});
+      std::vector<uint64_t> k(un);
+      uint64_t kmax = 0;
+      for (size_t r = 0; r < un; ++r) {
+        k[r] = recs[r].k;
+        kmax = std::max(kmax, k[r]);
+      }
+      stride = std::max<uint64_t>(1, (kmax + a.sample_rows - 1) / a.sample_rows);
+      std::vector<int64_t> mine;
+      if (stride == 1) {
+        mine = rows_;
+      } else {
+        for (int64_t x : rows_)
+          if (model::sample_hash(static_cast<uint64_t>(x), opt_.seed) % stride == 0) mine.push_back(x);
+      }
+      const auto cnt = comm_.allgather_value(static_cast<uint64_t>(mine.size()));
+      std::vector<size_t> bytes(un), displ(un);
+      size_t tot = 0;
+      for (size_t r = 0; r < un; ++r) {
+        bytes[r] = cnt[r] * sizeof(int64_t);
+        displ[r] = tot;
+        tot += bytes[r];
+      }
+      std::vector<int64_t> all(tot / sizeof(int64_t));
+      comm_.allgatherv(mine.data(), bytes[static_cast<size_t>(comm_.rank())], all.data(), bytes.data(), displ.data());
+      std::vector<std::vector<int64_t>> sample(un);
+      for (size_t r = 0; r < un; ++r)
+        sample[r].assign(all.begin() + static_cast<std::ptrdiff_t>(displ[r] / 8),
+                         all.begin() + static_cast<std::ptrdiff_t>((displ[r] + bytes[r]) / 8));
+      counts = model::estimate_from_sample(prob, sample, k, stride);
+    }
+    const model::Link link{a.alpha_s, a.message_s, a.bytes_per_s, a.entry_s};
+    std::vector<model::Prediction> pred;
+    for (const auto& c : candidates_) {
+      if (c == "omnireduce" && !counts.has_omnireduce()) continue;  // needs exact block sets
+      pred.push_back(model::predict(c, prob, counts, link));
+    }
+    std::stable_sort(pred.begin(), pred.end(), [](const auto& x, const auto& y) { return x.seconds < y.seconds; });
+    ZEN_ENFORCE(!pred.empty(), "sparse allreduce (auto): no candidate the model can evaluate");
+
+    std::ostringstream why;
+    why << "n=" << n << " N=" << spec_.dense_len << " D=" << spec_.row_width
+        << " k/rank=" << *std::min_element(counts.k.begin(), counts.k.end());
+    if (n > 1) why << ".." << *std::max_element(counts.k.begin(), counts.k.end());
+    why << " union~" << counts.K << (stride == 1 ? " (exact)" : " (sample 1/" + std::to_string(stride) + ")");
+    why << "; model:";
+    for (const auto& p : pred) why << " " << p.scheme << " " << fmt_time(p.seconds) << " (" << p.max_bytes << " B)";
+
+    // Dense fallback on bytes.
+    uint64_t best_sparse = UINT64_MAX, dense = 0;
+    bool have_dense = false;
+    for (const auto& p : pred) {
+      if (p.scheme == "dense_native" || p.scheme == "dense") {
+        dense = have_dense ? std::min(dense, p.max_bytes) : p.max_bytes;
+        have_dense = true;
+      } else {
+        best_sparse = std::min(best_sparse, p.max_bytes);
+      }
+    }
+    trials_.clear();
+    next_trial_ = 0;
+    calls_ = 0;
+    agreed_ = 0;
+    need_decision_ = false;
+    const std::string cause = reason_.empty() ? "first call" : reason_;
+    reason_.clear();
+    if (have_dense && n > 1 && best_sparse != UINT64_MAX && best_sparse > dense) {
+      chosen_ = std::find_if(pred.begin(), pred.end(), [](const auto& p) { return p.scheme == "dense_native"; }) != pred.end()
+                    ? "dense_native"
+                    : "dense";
+      why_ = "auto chose " + chosen_ + " (" + cause + "): dense fallback, every sparse scheme moves more bytes than a dense allreduce (" +
+             std::to_string(best_sparse) + " B > " + std::to_string(dense) + " B); " + why.str();
+      return;
+    }
+    std::vector<std::string> close;
+    for (const auto& p : pred)
+      if (a.explore_within > 1.0 && p.seconds <= a.explore_within * pred.front().seconds &&
+          static_cast<int>(close.size()) < a.max_explore)
+        close.push_back(p.scheme);
+    if (close.size() <= 1 || n == 1) {
+      chosen_ = pred.front().scheme;
+      why_ = "auto chose " + chosen_ + " (" + cause + "): lowest predicted time; " + why.str();
+      return;
+    }
+    explored_ = close;
+    for (int t = 0; t < a.trials; ++t)
+      for (const auto& c : close) trials_.push_back(c);
+    trial_times_.assign(trials_.size(), 0.0);
+    chosen_ = close.front();
+    model_text_ = why.str();
+    cause_ = cause;
+    why_ = "auto exploring " + std::to_string(close.size()) + " candidates (" + cause + "); " + model_text_;
+  }
+
+  /// Collective: every rank's trial times, then the same choice everywhere.
+  void finish_exploration() {
+    const int n = comm_.size();
+    const size_t m = explored_.size(), T = trials_.size() / m;
+    std::vector<double> all(trial_times_.size() * static_cast<size_t>(n));
+    {
+      Phase ph(*this, "auto_choice");
+      comm_.allgather(trial_times_.data(), trial_times_.size() * sizeof(double), all.data());
+    }
+    std::vector<double> best(m, INFINITY);
+    for (size_t t = (T > 1 ? 1 : 0); t < T; ++t)
+      for (size_t c = 0; c < m; ++c) {
+        double slowest = 0;
+        for (int r = 0; r < n; ++r) slowest = std::max(slowest, all[static_cast<size_t>(r) * trial_times_.size() + t * m + c]);
+        best[c] = std::min(best[c], slowest);
+      }
+    size_t pick = 0;
+    for (size_t c = 1; c < m; ++c)
+      if (best[c] < best[pick]) pick = c;
+    chosen_ = explored_[pick];
+    std::ostringstream w;
+    w << "auto chose " << chosen_ << " (" << cause_ << "): fastest measured of";
+    for (size_t c = 0; c < m; ++c) w << " " << explored_[c] << " " << fmt_time(best[c]);
+    w << " (slowest rank, best of " << (T > 1 ? T - 1 : T) << "); " << model_text_;
+    why_ = w.str();
+    trials_.clear();
+    next_trial_ = 0;
+  }
+
+  SchemeOptions inner_opt_;
+  std::vector<std::string> candidates_;
+  std::map<std::string, std::unique_ptr<SparseAllreduce>> schemes_;
+  std::vector<int64_t> rows_;
+  bool need_decision_ = true;
+  std::string chosen_, why_, reason_, model_text_, cause_;
+  std::vector<std::string> trials_, explored_;
+  std::vector<double> trial_times_;
+  size_t next_trial_ = 0;
+  uint64_t calls_ = 0, agreed_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<SparseAllreduce> make_auto(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt) {
+  return std::make_unique<Auto>(comm, spec, opt);
+}
+
+}  // namespace zen

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The cost model's bytes equal zen_perf's measured bytes exactly: a synthetic trace and the corpus
+# trace of tests/data, n = 2..8 (loopback ranks), every scheme, sparse and dense output, three pull
+# encodings across the runs. zen_model --check exits non-zero on any difference.
+#   model_check_test.sh ZEN_TRACE ZEN_PERF ZEN_MODEL CORPUS_TEXT
+set -uo pipefail
+zen_trace=$1 zen_perf=$2 zen_model=$3 text=$4
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+"$zen_trace" synthetic -o "$dir/syn" -N 50021 -n 8 -T 3 -d 0.03 -g 3 -s 1.1 >/dev/null || exit 1
+"$zen_trace" corpus --text "$text" -o "$dir/corpus" -n 8 -B 8 -D 16 -T 2 --row-level >/dev/null || exit 1
+schemes=balanced,allgather,sparcml,omnireduce,sparse_ps,dense,dense_native
+fail=0 runs=0
+pulls=(auto coo bitmap)
+for n in 2 3 4 5 6 7 8; do
+  for output in sparse dense; do
+    pull=${pulls[$(( (n + ${#output}) % 3 ))]}
+    json=$dir/perf-$n-$output.json
+    if ! "$zen_perf" --threads "$n" --trace "$dir/syn,$dir/corpus" --scheme $schemes --output $output --pull $pull \
+         -c 1 -w 1 -n 4 --seed $((40 + n)) --json "$json" >"$dir/perf.txt" 2>&1; then
+      echo "zen_perf failed (n=$n, $output):"; cat "$dir/perf.txt"; fail=1; continue
+    fi
+    if ! "$zen_model" --trace "$dir/syn,$dir/corpus" --check "$json" >"$dir/check.txt" 2>&1; then
+      echo "MISMATCH n=$n output=$output pull=$pull:"; cat "$dir/check.txt"; fail=1
+    fi
+    runs=$((runs + 1))
+    tail -n 1 "$dir/check.txt" | sed "s/^/n=$n $output pull=$pull: /"
+  done
+done
+echo "model_check: $runs runs, $( [ $fail = 0 ] && echo all exact || echo FAILED )"
+exit $fail
