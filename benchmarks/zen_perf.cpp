@@ -31,6 +31,7 @@
 #include "zen/comm/loopback.hpp"
 #include "zen/error.hpp"
 #include "zen/hash/hash.hpp"
+#include "zen/schemes/hierarchical.hpp"
 #include "zen/schemes/scheme.hpp"
 #include "zen/tensor.hpp"
 #ifdef ZEN_HAVE_MPI
@@ -68,6 +69,8 @@ struct Config {
   bool explain = false;
   double auto_explore = 4.0, auto_gbps = 25.0, auto_alpha_us = 20.0;
   int auto_every = 500;
+  std::string node_size = "host";  // hier_<scheme>: "host" (MPI shared-memory split) or ranks per node
+  int64_t timeout_ms = 600000;
 };
 
 uint64_t parse_size(const std::string& s) {
@@ -338,18 +341,25 @@ const std::vector<std::string>& raw_names() {
 bool is_raw(const std::string& s) { return std::find(raw_names().begin(), raw_names().end(), s) != raw_names().end(); }
 
 std::vector<std::string> split_schemes(const std::string& s, bool mpi) {
+  // "all" (alone or inside a list) is every zen scheme, auto and, under mpirun, the raw MPI baselines;
+  // a name given twice runs once.
   std::vector<std::string> out;
-  if (s == "all") {
-    out = scheme_names();
-    out.push_back("auto");
-    if (mpi) out.insert(out.end(), raw_names().begin(), raw_names().end());
-    return out;
-  }
+  auto add = [&](const std::string& x) {
+    if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
+  };
   size_t p = 0;
   while (p <= s.size()) {
     size_t q = s.find(',', p);
     if (q == std::string::npos) q = s.size();
-    if (q > p) out.push_back(s.substr(p, q - p));
+    const std::string x = s.substr(p, q - p);
+    if (x == "all") {
+      for (const auto& y : scheme_names()) add(y);
+      add("auto");
+      if (mpi)
+        for (const auto& y : raw_names()) add(y);
+    } else if (!x.empty()) {
+      add(x);
+    }
     p = q + 1;
   }
   for (const auto& x : out) {
@@ -358,12 +368,14 @@ std::vector<std::string> split_schemes(const std::string& s, bool mpi) {
       ZEN_ENFORCE(mpi, "--scheme " + x + " calls MPI directly: run zen_perf under mpirun (not --threads)");
       continue;
     }
-    if (x != "auto" && std::find(names.begin(), names.end(), x) == names.end()) {
+    const std::string base = x.rfind("hier_", 0) == 0 ? x.substr(5) : x;
+    if (base != "auto" && std::find(names.begin(), names.end(), base) == names.end()) {
       std::string all;
       for (const auto& y : names) all += (all.empty() ? "" : ",") + y;
       all += ",auto";
       for (const auto& y : raw_names()) all += "," + y;
-      ZEN_THROW(Result::InvalidArgument, "--scheme: unknown scheme '" + x + "' (known: all," + all + ")");
+      ZEN_THROW(Result::InvalidArgument, "--scheme: unknown scheme '" + x + "' (known: all," + all +
+                                              ", and hier_<scheme> for the hierarchical mode)");
     }
   }
   return out;
@@ -412,7 +424,7 @@ class RawAllreduce final : public RawBaseline {
     dispatch_dtype(in.dtype, [&](auto tag) {
       using T = decltype(tag);
       T* d = static_cast<T*>(dense);
-      if (N) std::memset(d, 0, N * sizeof(T));
+      if (N) std::memset(static_cast<void*>(d), 0, N * sizeof(T));
       const T* v = static_cast<const T*>(in.values);
       for (size_t i = 0; i < in.nnz; ++i) {
         T* row = d + static_cast<size_t>(in.index_at(i)) * D;
@@ -472,7 +484,7 @@ class RawAllgatherv final : public RawBaseline {
       const T* v = reinterpret_cast<const T*>(val_.data());
       if (dense_out) {
         T* d = static_cast<T*>(dense);
-        if (N) std::memset(d, 0, N * sizeof(T));
+        if (N) std::memset(static_cast<void*>(d), 0, N * sizeof(T));
         for (size_t i = 0; i < total; ++i)
           for (size_t c = 0; c < D; ++c) d[row_of(i) * D + c] += v[i * D + c];
         return;
@@ -519,8 +531,62 @@ class RawAllgatherv final : public RawBaseline {
 #endif
 
 /// One timed contender: a zen plan or a raw-MPI baseline, with its output buffers and statistics.
+/// The (intra-node, inter-node) communicators of the hierarchical runners (hier_<scheme>).
+struct NodeGroups {
+  std::unique_ptr<Communicator> intra, inter;
+  int node_size = 1;
+};
+
+/// Node groups of `world`: "host" = the ranks sharing memory (MPI_Comm_split_type; under mpirun across
+/// hosts, one host), otherwise that many consecutive ranks per node (any backend).
+std::shared_ptr<NodeGroups> make_node_groups(Communicator& world, const std::string& how) {
+  auto g = std::make_shared<NodeGroups>();
+  const int n = world.size();
+  if (how == "host") {
+#ifdef ZEN_HAVE_MPI
+    ZEN_ENFORCE(std::string(world.backend_name()) == "mpi", "--node-size host needs mpirun (with --threads give a number)");
+    MPI_Comm intra = MPI_COMM_NULL, inter = MPI_COMM_NULL;
+    const int r = world.rank();
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, r, MPI_INFO_NULL, &intra);
+    int local = 0, L = 0;
+    MPI_Comm_rank(intra, &local);
+    MPI_Comm_size(intra, &L);
+    MPI_Comm_split(MPI_COMM_WORLD, local, r, &inter);
+    // Every host the same size, its ranks consecutive (rank = node * L + local): what the scheme assumes.
+    const auto sizes = world.allgather_value(static_cast<int64_t>(L));
+    const auto locals = world.allgather_value(static_cast<int64_t>(local));
+    for (int q = 0; q < n; ++q)
+      ZEN_ENFORCE(sizes[static_cast<size_t>(q)] == L && locals[static_cast<size_t>(q)] == q % L,
+                  "--node-size host: rank " + std::to_string(q) + " has local index " +
+                      std::to_string(locals[static_cast<size_t>(q)]) + " on a host of " +
+                      std::to_string(sizes[static_cast<size_t>(q)]) + " ranks; place the same number of consecutive ranks on every host (mpirun --map-by ppr:K:node)");
+    g->intra = mpi::create(intra);
+    g->inter = mpi::create(inter);
+    MPI_Comm_free(&intra);
+    MPI_Comm_free(&inter);
+    g->node_size = L;
+    return g;
+#else
+    ZEN_THROW(Result::InvalidArgument, "--node-size host needs the MPI build; give a number of ranks per node");
+#endif
+  }
+  int L = 0;
+  try {
+    L = std::stoi(how);
+  } catch (const std::exception&) {
+    ZEN_THROW(Result::InvalidArgument, "--node-size '" + how + "': use 'host' or a number of ranks per node");
+  }
+  ZEN_ENFORCE(L >= 1 && n % L == 0, "--node-size " + how + " must divide the rank count " + std::to_string(n));
+  NodeComms nc = split_nodes(world, L);
+  g->intra = std::move(nc.intra);
+  g->inter = std::move(nc.inter);
+  g->node_size = L;
+  return g;
+}
+
 struct Runner {
   std::string name;
+  std::shared_ptr<NodeGroups> nodes;  // hier_<scheme>: declared before plan, so it outlives it
   std::unique_ptr<SparseAllreduce> plan;
 #ifdef ZEN_HAVE_MPI
   std::unique_ptr<RawBaseline> raw;
@@ -592,8 +658,9 @@ bool dense_cost(const std::string& s) {
 }
 
 std::vector<Runner> make_runners(Communicator& comm, const std::vector<std::string>& names, const TensorSpec& spec,
-                                 const SchemeOptions& opt, bool dense_out, bool from_all) {
+                                 const SchemeOptions& opt, bool dense_out, bool from_all, const std::string& node_size) {
   std::vector<Runner> out;
+  std::shared_ptr<NodeGroups> nodes;
   const uint64_t bytes = spec.dense_len * dtype_size(spec.dtype);
   for (const auto& name : names) {
     if (from_all && dense_cost(name) && bytes > (uint64_t{4} << 30)) {
@@ -614,6 +681,10 @@ std::vector<Runner> make_runners(Communicator& comm, const std::vector<std::stri
       }
       raw_value_type(spec.dtype);  // f32/f64 only: a clear error otherwise
 #endif
+    } else if (name.rfind("hier_", 0) == 0) {
+      if (!nodes) nodes = make_node_groups(comm, node_size);
+      rn.nodes = nodes;
+      rn.plan = make_hierarchical(comm, *nodes->intra, *nodes->inter, spec, opt, name.substr(5));
     } else {
       rn.plan = make_scheme(name, comm, spec, opt);
     }
@@ -703,6 +774,19 @@ void print_row(const Row& r, const char* type, bool explain) {
     std::printf("#   auto ran:");
     for (const auto& [name, calls] : r.ran) std::printf(" %s x%llu", name.c_str(), static_cast<unsigned long long>(calls));
     std::printf("\n");
+  }
+  if (r.scheme.rfind("hier_", 0) == 0 && !r.phases.empty()) {
+    // The hierarchical mode's traffic by where it goes: inside a node (reduce-scatter, allgather) and
+    // across nodes (the inter-node scheme), rank 0, last call.
+    uint64_t in_s = 0, in_r = 0, x_s = 0, x_r = 0;
+    for (const auto& p : r.phases) {
+      const bool inter = p.name == "inter";
+      (inter ? x_s : in_s) += p.sent;
+      (inter ? x_r : in_r) += p.recv;
+    }
+    std::printf("#   %s bytes on rank 0 per call: inside the node sent %llu recv %llu, across nodes sent %llu recv %llu\n",
+                r.scheme.c_str(), static_cast<unsigned long long>(in_s), static_cast<unsigned long long>(in_r),
+                static_cast<unsigned long long>(x_s), static_cast<unsigned long long>(x_r));
   }
   if (explain)
     for (const auto& d : r.decisions) std::printf("#   %s\n", d.c_str());
@@ -819,7 +903,7 @@ std::vector<Row> run_bench(Communicator& comm, const Config& cfg) {
         tr.mine[t] = Workload{std::move(ri.idx), std::move(ri.values)};
         tr.views[t] = make_view(tr.mine[t], N, TD, meta.dtype, vit, tr.i32[t]);
       }
-      tr.runners = make_runners(comm, schemes, TensorSpec{N, TD, meta.dtype}, opt, dense_out, cfg.schemes == "all");
+      tr.runners = make_runners(comm, schemes, TensorSpec{N, TD, meta.dtype}, opt, dense_out, cfg.schemes == "all", cfg.node_size);
     }
     if (root) print_header(cfg, n, comm.backend_name(), 0, true, cfg.iters, static_cast<uint32_t>(runs[0].meta.row_width));
     std::vector<Group> groups;
@@ -917,7 +1001,7 @@ std::vector<Row> run_bench(Communicator& comm, const Config& cfg) {
                   static_cast<unsigned long long>(R), dens, cfg.check ? " (mean over ranks)," : ", target", cfg.check ? gam : gamma);
     std::vector<int32_t> i32;
     const std::vector<SparseView> views{make_view(mine, N, D, dt, iti, i32)};
-    auto runners = make_runners(comm, schemes, TensorSpec{N, D, dt}, opt, dense_out, cfg.schemes == "all");
+    auto runners = make_runners(comm, schemes, TensorSpec{N, D, dt}, opt, dense_out, cfg.schemes == "all", cfg.node_size);
     time_runners(comm, {Group{&runners, &views}}, dense_out, cfg.warmup, cfg.iters);
     for (auto& rn : runners) {
       if (cfg.check) check_runner(rn, views[0], ref, N, D, dt, true);
@@ -1042,8 +1126,9 @@ int main(int argc, char** argv) {
   app.add_option("-w,--warmup", cfg.warmup, "warm-up iterations");
   app.add_option("-c,--check", cfg.check, "check results against the dense reference (0/1)");
   app.add_option("--scheme", cfg.schemes,
-                 "all, or a comma list of: balanced,dense,dense_native,allgather,sparcml,omnireduce,sparse_ps,auto, and (under "
-                 "mpirun) the raw MPI baselines mpi_allreduce,mpi_allgatherv");
+                 "all, or a comma list of: balanced,dense,dense_native,allgather,sparcml,omnireduce,sparse_ps,auto, hier_<scheme> (the "
+                 "hierarchical mode, nodes from --node-size), and (under mpirun) the raw MPI baselines "
+                 "mpi_allreduce,mpi_allgatherv");
   app.add_option("--pull", cfg.pull, "balanced/sparse_ps pull encoding: auto, coo or bitmap");
   app.add_option("--output", cfg.output, "result form timed: dense (N values) or sparse (sorted COO)");
   app.add_option("--index", cfg.index, "input index type: i32 or i64");
@@ -1057,6 +1142,13 @@ int main(int argc, char** argv) {
   app.add_option("--cpu-threads", cfg.cpu_threads, "CPU threads per rank for hashing (0 = all cores)");
   app.add_option("--block-size", cfg.block_size, "omnireduce block size in values");
   app.add_option("--sparcml-switch", cfg.sparcml_switch, "sparcml dense switch density (0 = byte break-even)");
+  app.add_option("--node-size", cfg.node_size,
+                 "hier_<scheme> runs <scheme> across nodes in the hierarchical mode; a node is 'host' (ranks "
+                 "sharing memory, under mpirun) or this many consecutive ranks")
+      ->capture_default_str();
+  app.add_option("--timeout-ms", cfg.timeout_ms, "communicator timeout under mpirun (a missing peer is named after it)")
+      ->check(CLI::Range(int64_t{1}, int64_t{86400000}))
+      ->capture_default_str();
   app.add_flag("--explain", cfg.explain, "print what scheme auto chose and why (every decision)");
   app.add_option("--auto-explore", cfg.auto_explore,
                  "auto: measure the candidates predicted within this factor of the best (<= 1: model only)");
@@ -1091,7 +1183,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<Communicator> comm;
     try {
       comm = mpi::create(MPI_COMM_WORLD);
-      comm->set_timeout(Communicator::Ms(600000));
+      comm->set_timeout(Communicator::Ms(cfg.timeout_ms));
       auto rows = run_bench(*comm, cfg);
       finish(*comm, cfg, rows);
       uint64_t wrong = 0;
