@@ -99,7 +99,8 @@ cmd_up() {
   fi
   probe
   cmd_down
-  trap 'echo "cluster.sh: up failed; removing what was built" >&2; cmd_down' ERR
+  # Any failure from here on (set -e) ends the script: the EXIT trap removes what was built.
+  trap 'echo "cluster.sh: up failed; removing what was built" >&2; cmd_down' EXIT
   mkdir -p "$state"
   ip netns add "${prefix}-sw"
   ip netns exec "${prefix}-sw" ip link set lo up
@@ -148,9 +149,9 @@ EOF
   # Every host's link must be up (operstate UP on both ends; traffic is proven by the first job).
   for i in $(seq 0 $((n - 1))); do
     [[ $(ip netns exec "${prefix}-h$i" cat /sys/class/net/eth0/operstate) == up ]] ||
-      { echo "cluster.sh: the link of host h$i did not come up" >&2; false; }
+      { echo "cluster.sh: the link of host h$i did not come up" >&2; exit 1; }
   done
-  trap - ERR
+  trap - EXIT
   echo "cluster.sh: up: $n hosts ($subnet.1..$subnet.$n), links $rate each way, $k ranks per host"
 }
 
