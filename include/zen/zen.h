@@ -28,12 +28,15 @@ typedef enum {
   zenTimeout = 5,
   zenRemoteError = 6,
   zenCudaError = 7,
-  zenUnsupported = 8
+  zenUnsupported = 8,
+  zenResultMaxEnum = 0x7FFFFFFF
 } zenResult_t;
 
-typedef enum { zenFloat32 = 0, zenFloat64 = 1, zenFloat16 = 2, zenBfloat16 = 3 } zenDataType_t;
-typedef enum { zenInt32 = 0, zenInt64 = 1 } zenIndexType_t;
-typedef enum { zenPullAuto = 0, zenPullCoo = 1, zenPullBitmap = 2 } zenPullEncoding_t;
+/* Every enum carries a *MaxEnum member: it makes the enum as wide as int in C and C++, so that an
+ * out-of-range value a caller passes is a checked zenInvalidArgument, not undefined behaviour. */
+typedef enum { zenFloat32 = 0, zenFloat64 = 1, zenFloat16 = 2, zenBfloat16 = 3, zenDataTypeMaxEnum = 0x7FFFFFFF } zenDataType_t;
+typedef enum { zenInt32 = 0, zenInt64 = 1, zenIndexTypeMaxEnum = 0x7FFFFFFF } zenIndexType_t;
+typedef enum { zenPullAuto = 0, zenPullCoo = 1, zenPullBitmap = 2, zenPullEncodingMaxEnum = 0x7FFFFFFF } zenPullEncoding_t;
 
 typedef struct zenComm* zenComm_t;
 typedef struct zenSparseAllreduce* zenSparseAllreduce_t;

@@ -11,6 +11,7 @@
 
 static zenComm_t comms[RANKS];
 static int failures = 0;
+static pthread_barrier_t all_done;
 
 static void* worker(void* arg) {
   int r = (int)(size_t)arg;
@@ -43,6 +44,10 @@ static void* worker(void* arg) {
   float ov[4];
   if (zenSparseAllreduceResult(op, oi, ov) != zenSuccess || oi[0] != 0 || oi[3] != N - 1 || ov[0] != RANKS)
     __atomic_add_fetch(&failures, 1, __ATOMIC_SEQ_CST);
+  /* Every rank has finished the good calls before any rank makes the bad one: a rank's error aborts
+   * the collectives still in flight on its peers at once (that is the design), so without this
+   * barrier a slower rank's last good call could fail with zenRemoteError. */
+  pthread_barrier_wait(&all_done);
   /* Bad input: an out-of-range index is an error with a message naming rank and value. */
   int32_t bad[1] = {N};
   zenResult_t rc = zenSparseAllreduceDense(op, 1, bad, zenInt32, val, out);
@@ -57,9 +62,11 @@ static void* worker(void* arg) {
 int main(void) {
   if (zenCommInitLoopback(comms, RANKS) != zenSuccess) return 1;
   pthread_t th[RANKS];
+  pthread_barrier_init(&all_done, NULL, RANKS);
   for (int r = 0; r < RANKS; ++r) pthread_create(&th[r], NULL, worker, (void*)(size_t)r);
   for (int r = 0; r < RANKS; ++r) pthread_join(th[r], NULL);
   for (int r = 0; r < RANKS; ++r) zenCommDestroy(comms[r]);
+  pthread_barrier_destroy(&all_done);
   if (zenCommInitMpi(NULL, NULL) != zenInvalidArgument) ++failures;
   printf("%s: %d failures\n", failures ? "FAIL" : "OK", failures);
   return failures != 0;
