@@ -175,6 +175,13 @@ cmd_run() {
   [[ $map == host ]] && mapping=(--map-by node)
   # The hostfile lists addresses (the head has no name service for h<i>); the agent maps them back.
   local hf="$state/hostfile"
+  # Every host shares this machine's cores, and a packet between namespaces is processed by the
+  # kernel in softirq context (ksoftirqd when the cores are busy). A rank spinning in MPI's progress
+  # loop keeps ksoftirqd off its core until the next scheduler tick: every message then waits ~4 ms
+  # (8 ms per round trip, measured). So ranks yield the core while they wait (Open MPI's
+  # mpi_yield_when_idle, zen's ZEN_MPI_YIELD), as they would not need to on real hosts, where the
+  # NIC's interrupts run the network stack. Override by setting either variable.
+  export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1} ZEN_MPI_YIELD=${ZEN_MPI_YIELD:-1}
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
   exec ip netns exec "${prefix}-head" mpirun --hostfile "$hf" -np "$np" "${mapping[@]}" \
     --mca plm_rsh_agent "$state/agent" --mca plm_rsh_no_tree_spawn 1 \

@@ -128,6 +128,15 @@ class MpiComm final : public Communicator {
     if (MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
       MPI_Comm_size(node, &node_ranks_);
       MPI_Comm_free(&node);
+      // Every rank agrees: if any two ranks are on different hosts, no rank has all ranks on its host.
+      multi_host_ = node_ranks_ < size_;
+    }
+    schedule_ = multi_host_ ? Schedule::Auto : Schedule::Native;
+    if (const char* e = std::getenv("ZEN_MPI_SCHEDULE")) {  // same value on every rank (launcher environment)
+      const std::string v(e);
+      if (v == "native") schedule_ = Schedule::Native;
+      else if (v == "pairwise") schedule_ = Schedule::Pairwise;
+      else if (v == "auto") schedule_ = multi_host_ ? Schedule::Auto : Schedule::Native;
     }
     // A nonce agreed at creation (MPI_Comm_dup is collective already): rank 0's clock and address.
     if (rank_ == 0)
@@ -271,6 +280,25 @@ class MpiComm final : public Communicator {
       s = ss;
       r = stage_bytes(stage_->r, rtotal);
     }
+    if (schedule_ != Schedule::Native) {
+      // Point to point: all at once below kPairwiseBytes (Auto), else in n-1 pairwise steps. Both
+      // forms post one message (in pieces) per pair and direction with the same tag, so ranks that
+      // choose differently (each decides from its own sizes) still match.
+      const bool steps = schedule_ == Schedule::Pairwise || std::max(stotal, rtotal) > kPairwiseBytes;
+      if (scounts[rank_]) std::memmove(r + rdispls[rank_], s + sdispls[rank_], scounts[rank_]);
+      q_.clear();
+      for (int k = 1; k < size_; ++k) {
+        const int src = (rank_ - k + size_) % size_, dst = (rank_ + k) % size_;
+        if (rcounts[src]) irecv(r + rdispls[src], rcounts[src], src, tag);
+        if (scounts[dst]) isend(s + sdispls[dst], scounts[dst], dst, tag);
+        if (steps) wait(m);
+      }
+      wait(m);
+      if (m == Mem::Staged)
+        for (int p = 0; p < size_; ++p)
+          if (rcounts[p]) std::memcpy(static_cast<uint8_t*>(rbuf) + rdispls[p], r + rdispls[p], rcounts[p]);
+      return;
+    }
     // A block of more than lim/n bytes travels point to point in pieces (both ends of a pair see the
     // same block size, so they agree); the remaining blocks span at most lim bytes per side and go
     // through one MPI_Ialltoallv (packed into our staging buffers if their span exceeds int).
@@ -367,7 +395,18 @@ class MpiComm final : public Communicator {
       s = st + rdispls[rank_];
     }
     q_.clear();
-    if (span <= max_message_bytes()) {
+    // Every rank knows every count, so all choose the same form.
+    const bool steps = schedule_ == Schedule::Pairwise || (schedule_ == Schedule::Auto && span > kPairwiseBytes);
+    if (steps) {
+      // n-1 pairwise steps: in step k this rank sends its block to rank + k and receives rank - k's.
+      for (int k = 1; k < size_; ++k) {
+        const int src = (rank_ - k + size_) % size_, dst = (rank_ + k) % size_;
+        if (rcounts[src]) irecv(r + rdispls[src], rcounts[src], src, tag);
+        if (sbytes) isend(s, sbytes, dst, tag);
+        wait(m);
+      }
+      if (sbytes && s != r + rdispls[rank_]) std::memmove(r + rdispls[rank_], s, sbytes);
+    } else if (span <= max_message_bytes()) {
       icount_r_.resize(static_cast<size_t>(size_));
       idispl_r_.resize(static_cast<size_t>(size_));
       for (int p = 0; p < size_; ++p) {
@@ -1060,6 +1099,15 @@ class MpiComm final : public Communicator {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1, node_ranks_ = 1;
   bool oversubscribed_ = false;
+  // Large alltoallv / allgatherv across hosts go point to point in n-1 pairwise steps (in step k
+  // rank r sends to r+k and receives from r-k): every step is a permutation, so no host's link
+  // receives from all peers at once (incast: on shallow switch buffers the burst of a one-shot
+  // exchange overflows the port queue and TCP waits out its 200 ms retransmission timeout).
+  // Native: MPI's own non-blocking collectives (one round; the choice inside one host).
+  enum class Schedule { Native, Auto, Pairwise };
+  bool multi_host_ = false;
+  Schedule schedule_ = Schedule::Native;
+  static constexpr size_t kPairwiseBytes = size_t{256} << 10;  // Auto: pairwise above this many bytes per rank
   uint64_t cseq_ = 0;
   Reqs q_;
   std::vector<MPI_Status> st_;
