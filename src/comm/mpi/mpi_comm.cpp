@@ -2,7 +2,8 @@
 //
 // Data moves through MPI's own non-blocking collectives (MPI_Ialltoall(v), MPI_Iallgather(v),
 // MPI_Iallreduce, MPI_Ibcast), which pick their algorithms per size and rank count, send each
-// buffer once per peer and copy nothing on the way. A progress loop spins on MPI_Testall (Open MPI
+// buffer once per peer and copy nothing on the way. Across hosts, large alltoallv / allgatherv go
+// point to point in pairwise steps instead (no incast; see Schedule below). A progress loop spins on MPI_Testall (Open MPI
 // advances collectives and large messages only inside MPI calls) and yields the core when the node
 // runs more ranks than it has cores; it never sleeps. Every wait loop also watches a pre-posted
 // receive for abort messages from peers, and checks the clock every 64 sweeps for the timeout.
