@@ -6,7 +6,8 @@
 #   <rate>-h<n>-<output>.txt     zen_perf output (and .json)
 #   results.md                   time per scheme, wire bytes, achieved fraction of the link-rate bound,
 #                                speedups against mpi_allreduce / allgather
-#   cluster.png (+ .dat, .gp)    time versus hosts per scheme (one panel per rate and output)
+#   cluster.png (+ .gp, plot/)   time versus hosts per scheme (one panel per rate and output)
+#   calib-<rate>-h4.txt          the cost model's alpha/beta calibrated on 4 hosts (zen_model --calibrate)
 #   usage: scripts/bench_cluster.sh [OUT] [ITERS]    env: ZEN_BENCH_HOSTS="2 4 8" ZEN_BENCH_RATES="1gbit 10gbit"
 #
 # The link-rate bound of a scheme is the time its busiest rank needs to push its wire bytes through
@@ -37,6 +38,12 @@ for rate in $rates; do
     done
   done
 done
+# The cost model's alpha and beta calibrated on this cluster (4 hosts at the first rate).
+cal_rate=$(echo $rates | awk '{print $1}')
+bash scripts/cluster.sh up 4 --rate "$cal_rate"
+bash scripts/cluster.sh run -- build/bin/zen_perf --scheme mpi_allreduce,dense_native,balanced,allgather,sparse_ps \
+  -b 256K -e 16M -f 4 -d 0.01 --overlap 2 -c 0 -w 2 -n 8 --json "$out/calib-$cal_rate-h4.json" >"$out/calib-$cal_rate-h4-perf.txt" 2>&1
+build/bin/zen_model --calibrate "$out/calib-$cal_rate-h4.json" | tee "$out/calib-$cal_rate-h4.txt"
 bash scripts/cluster.sh down >/dev/null
 
 rate_bits() { case $1 in *gbit) echo $(( ${1%gbit} * 1000000000 )) ;; *mbit) echo $(( ${1%mbit} * 1000000 )) ;; esac; }
