@@ -1137,7 +1137,8 @@ int main(int argc, char** argv) {
                  "traces in the same rounds");
   app.add_option("--dump", cfg.dump_dir, "write every rank's result per iteration as a trace under DIR/<scheme>/");
   app.add_option("--json", cfg.json_file, "write all rows and the summary as JSON (rank 0)");
-  app.add_option("--threads", cfg.threads, "run N ranks as threads on the loopback backend (no MPI)");
+  app.add_option("--threads", cfg.threads, "run N ranks as threads on the loopback backend (no MPI; 0 = under mpirun)")
+      ->check(CLI::Range(0, 4096));
   app.add_option("--seed", cfg.seed, "workload seed (and h0 seed)");
   app.add_option("--cpu-threads", cfg.cpu_threads, "CPU threads per rank for hashing (0 = all cores)");
   app.add_option("--block-size", cfg.block_size, "omnireduce block size in values");

@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
   corpus->add_option("-B,--batch", cc.batch, "sentences per rank per iteration")->capture_default_str();
   corpus->add_option("-D,--dim", cc.dim, "embedding dimension")->capture_default_str();
   corpus->add_option("-T,--iterations", cc.iterations, "iterations")->capture_default_str();
-  corpus->add_option("--dtype", cdtype, "value type")->transform(CLI::CheckedTransformer(kDtypes));
+  corpus->add_option_function<std::string>("--dtype", [&](const std::string& v) { cdtype = kDtypes.at(v); }, "value type (default f32)")
+      ->check(CLI::IsMember({"f32", "f64", "f16", "bf16"}));
   corpus->add_option("--seed", cc.seed, "seed for sentence shuffle and values")->capture_default_str();
   corpus->add_flag("--no-shuffle", no_shuffle, "take sentences in corpus order");
   corpus->add_flag("--row-level", cc.row_level, "write row indices with row_width D (smaller trace)");
@@ -81,7 +82,8 @@ int main(int argc, char** argv) {
   syn->add_option("-d,--density", sc.density, "local density")->capture_default_str();
   syn->add_option("-g,--gamma", sc.gamma, "densification gamma_n in [1, n]")->capture_default_str();
   syn->add_option("-s,--zipf", sc.zipf, "Zipf exponent of the index distribution (0 = uniform)")->capture_default_str();
-  syn->add_option("--dtype", sc.dtype, "value type")->transform(CLI::CheckedTransformer(kDtypes));
+  syn->add_option_function<std::string>("--dtype", [&](const std::string& v) { sc.dtype = kDtypes.at(v); }, "value type (default f32)")
+      ->check(CLI::IsMember({"f32", "f64", "f16", "bf16"}));
   syn->add_option("--seed", sc.seed, "seed")->capture_default_str();
 
   // topk
@@ -98,7 +100,8 @@ int main(int argc, char** argv) {
   topk->add_option("-s,--zipf", tc.zipf, "amplitude profile exponent (0 = flat)")->capture_default_str();
   topk->add_flag("--no-residual", no_residual, "no error feedback (plain top-k of each gradient)");
   topk->add_option("--dense", tc.dense_dir, "read dense gradients DIR/r<r>_t<t>.f32 (N little-endian f32)");
-  topk->add_option("--dtype", tc.dtype, "value type")->transform(CLI::CheckedTransformer(kDtypes));
+  topk->add_option_function<std::string>("--dtype", [&](const std::string& v) { tc.dtype = kDtypes.at(v); }, "value type (default f32)")
+      ->check(CLI::IsMember({"f32", "f64", "f16", "bf16"}));
   topk->add_option("--seed", tc.seed, "seed")->capture_default_str();
 
   // validate
