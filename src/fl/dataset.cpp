@@ -1,3 +1,4 @@
+#include <unistd.h>
 #include "zen/fl/dataset.hpp"
 
 #include <algorithm>
@@ -98,8 +99,13 @@ Dataset load_idx_dataset(const std::string& images_path, const std::string& labe
 Dataset load_fashion_mnist(const std::string& dir, const std::string& split, size_t limit) {
   ZEN_ENFORCE(split == "train" || split == "t10k",
               "Fashion-MNIST split must be 'train' or 't10k', got '" + split + "'");
-  return load_idx_dataset(dir + "/" + split + "-images-idx3-ubyte.gz",
-                          dir + "/" + split + "-labels-idx1-ubyte.gz", limit);
+  const std::string img = dir + "/" + split + "-images-idx3-ubyte.gz";
+  if (::access(img.c_str(), R_OK) != 0)
+    ZEN_THROW(Result::SystemError,
+              "Fashion-MNIST not found: cannot read '" + img + "'. Install Debian's dataset-fashion-mnist "
+              "(apt-get install dataset-fashion-mnist, files under /usr/share/datasets/fashion-mnist) or point "
+              "$ZEN_FMNIST_DIR / --data-dir at a folder with the four *-idx?-ubyte.gz files");
+  return load_idx_dataset(img, dir + "/" + split + "-labels-idx1-ubyte.gz", limit);
 }
 
 std::string default_fashion_mnist_dir() {

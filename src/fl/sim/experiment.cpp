@@ -155,13 +155,17 @@ RunResult Experiment::run(const std::string& scheme, const std::string& preset) 
 }
 
 std::string RunResult::summary() const {
+  // No target set, or not reached: "none" instead of a negative sentinel.
+  char tt[32] = "none", ut[32] = "none";
+  if (time_to_target_s >= 0) std::snprintf(tt, sizeof(tt), "%.1f", time_to_target_s);
+  if (rounds_to_target >= 0) std::snprintf(ut, sizeof(ut), "%d", rounds_to_target);
   char buf[512];
   std::snprintf(buf, sizeof(buf),
                 "scheme=%s preset=%s rounds=%d updates=%zu sim_time_s=%.1f round_s=%.2f ps_transfers/round=%.2f "
-                "isl_transfers/round=%.2f final_acc=%.4f time_to_target_s=%.1f updates_to_target=%d "
+                "isl_transfers/round=%.2f final_acc=%.4f time_to_target_s=%s updates_to_target=%s "
                 "comm_messages=%llu comm_MB=%.2f lost=%zu skipped=%zu sim_wall_s=%.2f learn_wall_s=%.2f",
                 scheme.c_str(), preset.c_str(), rounds, schedule.updates.size(), schedule.end_time_s(), mean_round_s,
-                ps_transfers_per_round, isl_transfers_per_round, final_accuracy, time_to_target_s, rounds_to_target,
+                ps_transfers_per_round, isl_transfers_per_round, final_accuracy, tt, ut,
                 static_cast<unsigned long long>(learn.comm_messages), static_cast<double>(learn.comm_bytes_sent) / 1e6,
                 schedule.lost.size(), schedule.skipped.size(), sim_wall_s, learn_wall_s);
   return buf;

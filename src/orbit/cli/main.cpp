@@ -278,7 +278,16 @@ struct BackendScope {
   std::unique_ptr<zen::Communicator> comm;
 #endif
   explicit BackendScope(FlArgs& a) {
-    if (a.backend != "mpi") return;
+    if (a.backend != "mpi") {
+      // Several copies of a loopback run would each simulate everything and write the same files.
+      for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+        if (const char* e = std::getenv(v); e && std::atoi(e) > 1)
+          ZEN_THROW(zen::Result::InvalidUsage, std::string("started as ") + e + " MPI processes (" + v +
+                                                   ") with --backend " + a.backend +
+                                                   ", which runs everything in one process: add --backend mpi, or run "
+                                                   "without mpirun");
+      return;
+    }
 #ifdef ZEN_HAVE_MPI
     env = std::make_unique<zen::mpi::Environment>(nullptr, nullptr);
     comm = zen::mpi::create(MPI_COMM_WORLD);
@@ -464,7 +473,7 @@ int main(int argc, char** argv) {
   fa.schemes = "ring";
   auto* fl = app.add_subcommand("fl", "federated learning over the constellation (baseline | ring | ring-async)");
   add_fl_options(fl, fa);
-  fl->add_option("--scheme", fa.schemes, "scheme(s), comma-separated: baseline, ring, ring-async")->capture_default_str();
+  fl->add_option("--scheme,--schemes", fa.schemes, "scheme(s), comma-separated: baseline, ring, ring-async")->capture_default_str();
   fl->add_option("--preset", fa.cfg.preset, "link preset ka or s")->check(CLI::IsMember({"ka", "s"}))->capture_default_str();
 
   FlArgs cmpa;
@@ -474,8 +483,8 @@ int main(int argc, char** argv) {
   cmpa.cfg.rounds = 20;
   auto* compare = app.add_subcommand("compare", "run baseline and ring; print speed-ups and server-traffic ratio");
   add_fl_options(compare, cmpa);
-  compare->add_option("--schemes", cmpa.schemes, "schemes, the first is the reference")->capture_default_str();
-  compare->add_option("--presets", cmpa.presets, "link presets, comma-separated")->capture_default_str();
+  compare->add_option("--schemes,--scheme", cmpa.schemes, "schemes, the first is the reference")->capture_default_str();
+  compare->add_option("--presets,--preset", cmpa.presets, "link presets, comma-separated")->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
   try {
