@@ -16,8 +16,7 @@
 extern "C" {
 #endif
 
-#define ZEN_VERSION_MAJOR 0
-#define ZEN_VERSION_MINOR 1
+#include "zen/version.h" /* ZEN_VERSION_MAJOR/MINOR/PATCH/STRING, generated from the CMake project version */
 
 typedef enum {
   zenSuccess = 0,

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# zen installs like any library: `cmake --install` into a temporary prefix, then two consumers
+# built only against that prefix -- a C++ CMake project (find_package(zen CONFIG) -> zen::zen, and
+# zen::zen_static) and a C program compiled with `pkg-config --cflags --libs zen` -- each run under
+# mpirun at n = 2 and checked (exact sums, version of the headers == version of the library).
+#   install_test.sh BUILD_DIR SOURCE_DIR MPIEXEC
+set -uo pipefail
+build=$(cd "$1" && pwd) src=$(cd "$2" && pwd) mpiexec=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+fail=0
+cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; exit 1; }
+for f in include/zen/zen.h include/zen/version.h lib/libzen.so lib/libzen_core.a lib/cmake/zen/zenConfig.cmake \
+         lib/pkgconfig/zen.pc bin/zen_perf; do
+  [ -e "$prefix/$f" ] || { echo "FAIL: $f not installed"; fail=1; }
+done
+# Nothing of the source or build tree may leak into the installed package.
+if grep -rqE "$src|$build" "$prefix/lib/cmake/zen" "$prefix/lib/pkgconfig"; then
+  echo "FAIL: the installed package refers to the source or build tree:"; grep -rnE "$src|$build" "$prefix/lib/cmake/zen" "$prefix/lib/pkgconfig"
+  fail=1
+fi
+
+# 1. CMake consumer.
+if cmake -S "$src/tests/install/consumer_cpp" -B "$tmp/cpp" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
+     >"$tmp/cpp.log" 2>&1 && cmake --build "$tmp/cpp" >>"$tmp/cpp.log" 2>&1; then
+  for exe in consumer consumer_static; do
+    if ! "$mpiexec" -n 2 "$tmp/cpp/$exe" >"$tmp/run.log" 2>&1; then echo "FAIL: $exe under mpirun -n 2:"; cat "$tmp/run.log"; fail=1
+    else echo "$exe: $(grep consumer_cpp "$tmp/run.log")"; fi
+  done
+else
+  echo "FAIL: the CMake consumer does not build against the installed zen:"; cat "$tmp/cpp.log"; fail=1
+fi
+
+# 2. C consumer with a plain compiler line from pkg-config.
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+flags=$(pkg-config --cflags --libs zen) || { echo "FAIL: pkg-config does not know zen"; exit 1; }
+echo "pkg-config --cflags --libs zen: $flags"
+if cc -std=c11 -Wall -Wextra -Werror -pedantic "$src/tests/install/consumer_c.c" -o "$tmp/consumer_c" $flags -Wl,-rpath,"$prefix/lib" \
+     >"$tmp/c.log" 2>&1; then
+  if ! "$mpiexec" -n 2 "$tmp/consumer_c" >"$tmp/run.log" 2>&1; then echo "FAIL: consumer_c under mpirun -n 2:"; cat "$tmp/run.log"; fail=1
+  else echo "consumer_c: $(grep consumer_c "$tmp/run.log")"; fi
+else
+  echo "FAIL: the C consumer does not compile from pkg-config's flags:"; cat "$tmp/c.log"; fail=1
+fi
+
+# 3. The version of the CMake package is the library's.
+grep -q "PACKAGE_VERSION \"$(sed -n 's/#define ZEN_VERSION_STRING "\(.*\)"/\1/p' "$prefix/include/zen/version.h")\"" \
+  "$prefix/lib/cmake/zen/zenConfigVersion.cmake" || { echo "FAIL: package version != zen/version.h"; fail=1; }
+[ $fail = 0 ] && echo "install_test: pass"
+exit $fail
