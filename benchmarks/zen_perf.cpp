@@ -1114,6 +1114,7 @@ void finish(Communicator& comm, const Config& cfg, const std::vector<Row>& rows)
 int main(int argc, char** argv) {
   Config cfg;
   CLI::App app{"zen_perf: sparse allreduce benchmark (nccl-tests conventions)"};
+  app.option_defaults()->always_capture_default();  // --help shows every default
   app.add_option("-b,--minbytes", cfg.b, "smallest dense size in bytes (suffix K/M/G)");
   app.add_option("-e,--maxbytes", cfg.e, "largest dense size in bytes (suffix K/M/G)");
   app.add_option("-f,--stepfactor", cfg.f, "multiplicative size step");
