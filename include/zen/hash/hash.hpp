@@ -35,7 +35,8 @@ ZEN_HD uint64_t reduce_range(uint64_t h, uint64_t n) {
 #if defined(__CUDA_ARCH__)
   return __umul64hi(h, n);
 #else
-  return static_cast<uint64_t>((static_cast<unsigned __int128>(h) * n) >> 64);
+  __extension__ typedef unsigned __int128 u128;  // GCC/Clang extension; __extension__ keeps -pedantic quiet
+  return static_cast<uint64_t>((static_cast<u128>(h) * n) >> 64);
 #endif
 }
 
