@@ -205,21 +205,14 @@ model::Counts extrapolated_counts(const model::Problem& p, double k, const Growt
   c.ps_push.assign(un, apportion(k, push_share));
   c.ps_K = apportion(static_cast<double>(c.K), range_shares(all_rows, p.rows, n, 1));
   // SparCML: a state merges 2^s ranks (twice that with a fold partner).
-  const int P = [&] {
-    int q = 1;
-    while (q * 2 <= n) q *= 2;
-    return q;
-  }();
+  const int P = model::sparcml_ranks(n);
   int L = 0;
   while ((1 << L) < P) ++L;
   c.sc_state.assign(static_cast<size_t>(L) + 1, std::vector<uint64_t>(static_cast<size_t>(P), 0));
   for (int s = 0; s <= L; ++s)
-    for (int r = 0; r < P; ++r) {
-      const int base = r & ~((1 << s) - 1);
-      int members = 0;
-      for (int q = base; q < base + (1 << s); ++q) members += 1 + (q + P < n ? 1 : 0);
-      c.sc_state[static_cast<size_t>(s)][static_cast<size_t>(r)] = static_cast<uint64_t>(std::llround(rows.at(members, R)));
-    }
+    for (int r = 0; r < P; ++r)
+      c.sc_state[static_cast<size_t>(s)][static_cast<size_t>(r)] =
+          static_cast<uint64_t>(std::llround(rows.at(model::sparcml_members(n, s, r), R)));
   // OmniReduce: present blocks grow like the rows (own fit), spread over the ranges as in the trace.
   const uint64_t BR = std::max<uint64_t>(1, p.opt.block_size / p.D), NB = (p.rows + BR - 1) / BR;
   const double mask = static_cast<double>((BR + 7) / 8);

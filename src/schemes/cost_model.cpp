@@ -27,12 +27,6 @@ int part_of(uint64_t x, uint64_t total, int n) {
   return static_cast<int>(rem + (x - rem * (q + 1)) / q);
 }
 
-int largest_pow2(int n) {
-  int P = 1;
-  while (P * 2 <= n) P *= 2;
-  return P;
-}
-
 uint64_t scaled(uint64_t count, uint64_t stride, uint64_t cap) { return std::min(cap, count * stride); }
 
 /// Split `total` over parts in proportion to `weights` (largest remainder), so the parts add up.
@@ -121,7 +115,7 @@ Counts estimate_from_sample(const Problem& p, const std::vector<std::vector<int6
 
   // SparCML: rank r < P holds the union of its group of ranks (fold partner r + P included) when
   // stage s starts; group at stage s = the 2^s ranks sharing r's bits above s.
-  const int P = largest_pow2(n);
+  const int P = sparcml_ranks(n);
   int L = 0;
   while ((1 << L) < P) ++L;
   c.sc_state.assign(static_cast<size_t>(L) + 1, std::vector<uint64_t>(static_cast<size_t>(P), 0));
@@ -307,7 +301,7 @@ Traffic traffic(const std::string& scheme, const Problem& p, const Counts& c) {
       (d ? any_dense : any_sparse) = true;
       return 8 + (d ? dense_b : k * e);
     };
-    const int P = largest_pow2(n);
+    const int P = sparcml_ranks(n);
     int L = 0;
     while ((1 << L) < P) ++L;
     ZEN_ENFORCE(c.sc_state.size() == static_cast<size_t>(L) + 1, "cost model: counts lack SparCML's state sizes");
@@ -458,6 +452,19 @@ Prediction predict(const std::string& scheme, const Problem& p, const Counts& c,
   pr.compute_s = link.entry_s * work_rows(scheme, p, c);
   pr.seconds = pr.comm_s + pr.latency_s + pr.compute_s;
   return pr;
+}
+
+int sparcml_ranks(int n) {
+  int P = 1;
+  while (P * 2 <= n) P *= 2;
+  return P;
+}
+
+int sparcml_members(int n, int s, int r) {
+  const int P = sparcml_ranks(n), base = r & ~((1 << s) - 1);
+  int members = 0;
+  for (int q = base; q < base + (1 << s); ++q) members += 1 + (q + P < n ? 1 : 0);
+  return members;
 }
 
 }  // namespace zen::model

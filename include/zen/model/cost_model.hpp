@@ -107,4 +107,11 @@ Prediction predict(const std::string& scheme, const Problem& p, const Counts& c,
 /// Bytes of one dense allreduce of the problem (what the dense fallback compares against).
 uint64_t dense_bytes(const Problem& p);
 
+/// SparCML's recursive doubling over n ranks: the largest power of two P <= n takes part (rank
+/// r + P folds into rank r first), in log2(P) stages.
+int sparcml_ranks(int n);
+/// How many ranks' rows rank r < P holds when stage s starts: its group of the 2^s ranks sharing
+/// r's bits above s, with their fold partners.
+int sparcml_members(int n, int s, int r);
+
 }  // namespace zen::model
