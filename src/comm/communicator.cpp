@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "zen/detail/progress.hpp"
+
 namespace zen {
 
 const char* comm_op_name(CommOp op) noexcept {
@@ -39,6 +41,16 @@ size_t ring_chunk_bytes(size_t count, size_t elem, int n, int i) {
   size_t ui = static_cast<size_t>(i);
   return (count / un + (ui < count % un ? 1 : 0)) * elem;
 }
+
+Communicator::Communicator() = default;
+Communicator::~Communicator() { finish_progress(); }
+
+detail::ProgressQueue& Communicator::progress() {
+  if (!progress_) progress_ = std::make_unique<detail::ProgressQueue>();
+  return *progress_;
+}
+bool Communicator::progress_busy() const { return progress_ && progress_->busy_for_caller(); }
+void Communicator::finish_progress() { progress_.reset(); }
 
 void Communicator::fail(Result code, int peer, const std::string& detail) const {
   std::string msg = "rank " + std::to_string(rank()) + "/" + std::to_string(size()) + " " + backend_name() + " " +

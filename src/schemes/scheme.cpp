@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <functional>
 #include <map>
+#include <type_traits>
 
 #include "zen/error.hpp"
 
@@ -29,7 +30,10 @@ struct SetupRecord {
 }  // namespace
 
 SparseAllreduce::SparseAllreduce(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt)
-    : comm_(comm), spec_(spec), opt_(opt) {
+    : comm_(comm), spec_(spec), opt_(opt), output_(opt.output) {
+  // Output options are applied once, here in the base class; plans built from opt_ inside a scheme
+  // (auto's candidates, hierarchical's inter-node scheme) must not apply them a second time.
+  opt_.output = OutputOptions{};
   const std::string where = "rank " + std::to_string(comm.rank()) + " sparse allreduce setup: ";
   ZEN_ENFORCE(spec.row_width >= 1, where + "row width must be >= 1");
   ZEN_ENFORCE(spec.dense_len % spec.row_width == 0, where + "dense length " + std::to_string(spec.dense_len) +
@@ -135,31 +139,145 @@ void SparseAllreduce::poisoning(F&& body) {
   }
 }
 
-void SparseAllreduce::run(const SparseView& in, SparseTensor& out) {
+void SparseAllreduce::run_now(const SparseView& in, SparseTensor& out) {
   poisoning([&] {
     reset_report();
     const double t0 = detail::seconds_now();
+    if (output_.accumulate)
+      ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(comm_.rank()) + " sparse allreduce (" + name() +
+                                          "): OutputOptions::accumulate needs a dense output (run_dense / start_dense)");
     prepare(in);
     // The caller's tensor keeps its storage (capacity) across calls.
     out.dense_len = spec_.dense_len;
     out.row_width = spec_.row_width;
     out.dtype = spec_.dtype;
     execute_checked(in, &out, nullptr);
+    finish_output(&out, nullptr);
     report_.seconds = detail::seconds_now() - t0;
     report_.result_nnz = out.nnz();
     if (report_.scheme.empty()) report_.scheme = name();
   });
 }
 
-void SparseAllreduce::run_dense(const SparseView& in, void* dense_out) {
+void SparseAllreduce::run_dense_now(const SparseView& in, void* dense_out) {
   poisoning([&] {
     reset_report();
     const double t0 = detail::seconds_now();
     prepare(in);
-    execute_checked(in, nullptr, dense_out);
+    if (output_.accumulate) {
+      // The sum lands in a sparse workspace first (it keeps its capacity) and is then added into
+      // the caller's buffer on its support only.
+      acc_.dense_len = spec_.dense_len;
+      acc_.row_width = spec_.row_width;
+      acc_.dtype = spec_.dtype;
+      execute_checked(in, &acc_, nullptr);
+      report_.result_nnz = acc_.nnz();
+    } else {
+      execute_checked(in, nullptr, dense_out);
+    }
+    finish_output(nullptr, dense_out);
     report_.seconds = detail::seconds_now() - t0;
     if (report_.scheme.empty()) report_.scheme = name();
   });
+}
+
+namespace {
+template <typename T>
+void scale_values(T* v, size_t count, int n) {
+  using A = std::conditional_t<std::is_same_v<T, double>, double, std::conditional_t<std::is_same_v<T, float>, double, float>>;
+  const A d = static_cast<A>(n);
+  for (size_t i = 0; i < count; ++i) v[i] = static_cast<T>(static_cast<A>(v[i]) / d);
+}
+}  // namespace
+
+void SparseAllreduce::finish_output(SparseTensor* sparse_out, void* dense_out) {
+  const int n = comm_.size();
+  const bool avg = output_.average && n > 1;
+  if (sparse_out) {
+    if (avg)
+      dispatch_dtype(spec_.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        scale_values(reinterpret_cast<T*>(sparse_out->values.data()), sparse_out->nnz() * spec_.row_width, n);
+      });
+    return;
+  }
+  if (!output_.accumulate) {
+    if (avg && spec_.dense_len)
+      dispatch_dtype(spec_.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        scale_values(static_cast<T*>(dense_out), spec_.dense_len, n);
+      });
+    return;
+  }
+  if (avg)
+    dispatch_dtype(spec_.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      scale_values(reinterpret_cast<T*>(acc_.values.data()), acc_.nnz() * spec_.row_width, n);
+    });
+  dispatch_dtype(spec_.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using A = typename accum_of<T>::type;
+    const size_t D = spec_.row_width;
+    T* out = static_cast<T*>(dense_out);
+    const T* src = reinterpret_cast<const T*>(acc_.values.data());
+    for (size_t k = 0; k < acc_.nnz(); ++k) {
+      T* row = out + static_cast<size_t>(acc_.indices[k]) * D;
+      const T* add = src + k * D;
+      for (size_t j = 0; j < D; ++j) row[j] = static_cast<T>(static_cast<A>(row[j]) + static_cast<A>(add[j]));
+    }
+  });
+}
+
+void SparseAllreduce::run(const SparseView& in, SparseTensor& out) {
+  // Non-blocking calls pending on this communicator go first: queue behind them.
+  if (comm_.progress_busy()) return start(in, out).wait();
+  run_now(in, out);
+}
+
+void SparseAllreduce::run_dense(const SparseView& in, void* dense_out) {
+  if (comm_.progress_busy()) return start_dense(in, dense_out).wait();
+  run_dense_now(in, dense_out);
+}
+
+Request SparseAllreduce::start(const SparseView& in, SparseTensor& out) {
+  poisoning([&] { comm_.check_async_support(); });
+  SparseTensor* o = &out;
+  return Request(comm_.progress().submit([this, in, o] { run_now(in, *o); }));
+}
+
+Request SparseAllreduce::start_dense(const SparseView& in, void* dense_out) {
+  poisoning([&] { comm_.check_async_support(); });
+  return Request(comm_.progress().submit([this, in, dense_out] { run_dense_now(in, dense_out); }));
+}
+
+Request& Request::operator=(Request&& o) noexcept {
+  if (this != &o) {
+    if (s_) detail::wait_state(*s_);
+    s_ = std::move(o.s_);
+  }
+  return *this;
+}
+
+Request::~Request() {
+  if (s_) detail::wait_state(*s_);
+}
+
+void Request::finish() {
+  auto s = std::move(s_);
+  if (s->error) std::rethrow_exception(s->error);
+}
+
+bool Request::test() {
+  if (!s_) return true;
+  if (!s_->done.load(std::memory_order_acquire)) return false;
+  finish();
+  return true;
+}
+
+void Request::wait() {
+  if (!s_) return;
+  detail::wait_state(*s_);
+  finish();
 }
 
 SparseAllreduce::Phase::Phase(SparseAllreduce& s, const char* name) : s_(s), before_(s.comm_.stats()), t0_(detail::seconds_now()) {

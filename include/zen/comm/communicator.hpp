@@ -28,6 +28,10 @@
 
 namespace zen {
 
+namespace detail {
+class ProgressQueue;
+}
+
 enum class CommOp : uint8_t {
   Send = 0, Recv, SendRecv, Alltoallv, Allgatherv, Allreduce, Broadcast, Barrier, Allgather, Alltoall, Count
 };
@@ -48,7 +52,10 @@ struct TrafficStats {
 class Communicator {
  public:
   using Ms = std::chrono::milliseconds;
-  virtual ~Communicator() = default;
+  Communicator();
+  /// Derived backends must call finish_progress() first in their destructors when they may have run
+  /// non-blocking calls (every backend in zen does); here it is a no-op safety net.
+  virtual ~Communicator();
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
@@ -98,6 +105,16 @@ class Communicator {
     allgather(&v, sizeof(T), out.data());
     return out;
   }
+
+  /// The queue that runs this communicator's non-blocking calls in order (created at first use; see
+  /// zen/detail/progress.hpp).
+  detail::ProgressQueue& progress();
+  /// True when non-blocking calls are queued or running on this communicator and the caller is not
+  /// the progress thread: a blocking call must then queue behind them.
+  bool progress_busy() const;
+  /// Throws Unsupported (naming the rank and the reason) when this backend cannot run operations on
+  /// a progress thread (e.g. MPI initialized below MPI_THREAD_SERIALIZED).
+  virtual void check_async_support() const {}
 
   /// Mark the communicator failed and tell peers (backends that can) that this rank gave up.
   void abort(const std::string& reason);
@@ -152,6 +169,9 @@ class Communicator {
   /// here (the communicator forgets them; the backend decides when, or whether, to release them).
   std::vector<std::shared_ptr<void>> take_quarantine() { return std::move(quarantine_); }
 
+  /// Wait for queued non-blocking calls and stop the progress thread (idempotent).
+  void finish_progress();
+
   void* stream_ = nullptr;
   Ms timeout_{300000};
 
@@ -169,6 +189,7 @@ class Communicator {
   CommOp op_ = CommOp::Barrier;
   bool failed_ = false;
   std::string failure_;
+  std::unique_ptr<detail::ProgressQueue> progress_;
 };
 
 /// Bytes of chunk i when `total` bytes (of `elem`-byte elements) are split into n near-equal chunks.

@@ -11,7 +11,8 @@
 
 namespace zen::mpi {
 
-/// RAII: initializes MPI (MPI_THREAD_FUNNELED) unless already initialized; finalizes only what it began.
+/// RAII: initializes MPI (MPI_THREAD_SERIALIZED, what non-blocking zen calls need) unless already
+/// initialized; finalizes only what it began.
 class Environment {
  public:
   Environment(int* argc, char*** argv);

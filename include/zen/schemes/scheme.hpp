@@ -16,11 +16,19 @@
 //  - a scheme object is a plan (CUB / Gloo style): it owns its workspace and its thread pool, and
 //    after its first call on a given size it allocates nothing on later calls of the same or a
 //    smaller size (balanced, allgather, sparse_ps, dense, dense_native; `out` keeps its capacity).
+//  - non-blocking form (start / start_dense -> Request, then wait() or test()): the call runs on the
+//    communicator's progress thread (zen/detail/progress.hpp) while the caller computes; calls on one
+//    communicator run in the order they were started, which must be the same on every rank. The
+//    input and output buffers must stay untouched until the request completes. Results are the
+//    same bits as the blocking call's.
+//  - output options (SchemeOptions::output): average instead of sum; accumulate into the caller's
+//    dense buffer.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "zen/comm/communicator.hpp"
+#include "zen/detail/progress.hpp"
 #include "zen/detail/thread_pool.hpp"
 #include "zen/tensor.hpp"
 
@@ -35,6 +43,19 @@ struct TensorSpec {
   DType dtype = DType::F32;
 };
 
+/// What a call writes (SchemeOptions::output). Applied once, by the SparseAllreduce base class, to
+/// every scheme alike.
+struct OutputOptions {
+  /// Divide the sum by the number of ranks: each result value is the dtype's rounding of
+  /// (sum as computed by the scheme) / n, computed in double for f32/f64 and in float for f16/bf16
+  /// (so 16-bit results are rounded twice: once for the sum, once for the quotient).
+  bool average = false;
+  /// run_dense only: add the result (the average when `average`) into the caller's dense buffer
+  /// instead of overwriting it (16-bit: added in float, rounded once). Only the rows of the result
+  /// support are touched. run() with accumulate is an InvalidUsage error.
+  bool accumulate = false;
+};
+
 struct SchemeOptions {
   PullEncoding pull = PullEncoding::Auto;   ///< balanced / sparse_ps pull encoding (forced modes for experiments)
   DuplicatePolicy duplicates = DuplicatePolicy::Sum;
@@ -46,6 +67,7 @@ struct SchemeOptions {
   bool validate = true;                     ///< check index ranges on input
   double sparcml_dense_switch = 0.0;        ///< density where SparCML switches to dense (0 = byte break-even)
   uint32_t block_size = 256;                ///< OmniReduce block size (elements)
+  OutputOptions output;                     ///< average / accumulate (see OutputOptions)
   /// Scheme "auto" (docs/algorithms.md, "auto"): how it gathers statistics, predicts and measures.
   struct Auto {
     std::vector<std::string> candidates;  ///< empty: balanced, allgather, sparcml, sparse_ps, omnireduce, dense_native
@@ -86,8 +108,35 @@ struct SyncReport {
   std::string decision;  ///< auto: what it chose and why (empty for the fixed schemes)
 };
 
+/// Handle of a non-blocking call (SparseAllreduce::start / start_dense); move-only. Completing it
+/// (wait, or test returning true) rethrows the call's error, if any, once. Destroying a pending
+/// request waits for it (its error, if any, has already poisoned the communicator and is dropped).
+class Request {
+ public:
+  Request() = default;
+  explicit Request(std::shared_ptr<detail::AsyncState> s) : s_(std::move(s)) {}
+  Request(Request&&) noexcept = default;
+  Request& operator=(Request&& o) noexcept;
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  ~Request();
+  /// True while the request has not been completed by wait() or a test() that returned true.
+  bool valid() const { return s_ != nullptr; }
+  /// Non-blocking: true once the call has finished (then the request is complete and no longer valid).
+  /// A request that is not valid tests true.
+  bool test();
+  /// Block until the call has finished. No-op on a request that is not valid.
+  void wait();
+
+ private:
+  void finish();
+  std::shared_ptr<detail::AsyncState> s_;
+};
+
 class SparseAllreduce {
  public:
+  /// Wait for this plan's pending requests before destroying it (as with MPI requests); the C API's
+  /// zenSparseAllreduceDestroy does so itself.
   virtual ~SparseAllreduce() = default;
   virtual const char* name() const = 0;
 
@@ -95,8 +144,16 @@ class SparseAllreduce {
   void run(const SparseView& in, SparseTensor& out);
   /// Sum `in` over all ranks into a dense buffer of N values of the spec's dtype (overwritten).
   void run_dense(const SparseView& in, void* dense_out);
+  /// Non-blocking run(): `in`'s buffers and `out` must stay valid and untouched until completion.
+  /// Errors found before the call is queued (e.g. a backend without progress-thread support) throw here.
+  Request start(const SparseView& in, SparseTensor& out);
+  /// Non-blocking run_dense().
+  Request start_dense(const SparseView& in, void* dense_out);
 
+  /// Report of the last completed call (do not read it while a request of this plan is pending).
   const SyncReport& report() const { return report_; }
+  /// The output options given at setup (SchemeOptions::output).
+  const OutputOptions& output() const { return output_; }
   const TensorSpec& spec() const { return spec_; }
   Communicator& comm() { return comm_; }
 
@@ -139,6 +196,11 @@ class SparseAllreduce {
   void prepare(const SparseView& in);
   std::unique_ptr<detail::ThreadPool> pool_;
   void execute_checked(const SparseView& in, SparseTensor* sparse_out, void* dense_out);
+  void run_now(const SparseView& in, SparseTensor& out);
+  void run_dense_now(const SparseView& in, void* dense_out);
+  void finish_output(SparseTensor* sparse_out, void* dense_out);
+  OutputOptions output_;
+  SparseTensor acc_;  // accumulate mode: the call's sparse result before it is added in
 };
 
 /// Names: "balanced", "dense" (ring RS+AG over the communicator), "dense_native" (backend allreduce),

@@ -46,7 +46,8 @@ Environment::Environment(int* argc, char*** argv) {
   MPI_Initialized(&inited);
   if (!inited) {
     int provided = 0;
-    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    // SERIALIZED: non-blocking zen calls run their MPI calls on the communicator's progress thread.
+    MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
     owns_ = true;
   }
 }
@@ -154,7 +155,19 @@ class MpiComm final : public Communicator {
     MPI_Irecv(abort_in_.data(), static_cast<int>(abort_in_.size()), MPI_BYTE, MPI_ANY_SOURCE, kAbortTag, comm_, &abort_rq_);
   }
 
+  void check_async_support() const override {
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&provided);
+    if (provided < MPI_THREAD_SERIALIZED)
+      ZEN_THROW(Result::Unsupported,
+                "rank " + std::to_string(rank_) + " mpi non-blocking sparse allreduce: MPI was initialized with " +
+                    (provided == MPI_THREAD_SINGLE ? "MPI_THREAD_SINGLE" : "MPI_THREAD_FUNNELED") +
+                    "; non-blocking calls run MPI on zen's progress thread and need MPI_Init_thread with "
+                    "MPI_THREAD_SERIALIZED (MPI_THREAD_MULTIPLE if the caller itself calls MPI while one is pending)");
+  }
+
   ~MpiComm() override {
+    finish_progress();  // non-blocking calls still queued run (or fail) before the backend goes
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) {
