@@ -1,4 +1,5 @@
-/* zen C API: sparse allreduce over a communicator, NCCL style (every call returns a zenResult_t;
+/** @file zen.h
+ * zen C API: sparse allreduce over a communicator, NCCL style (every call returns a zenResult_t;
  * zenGetLastError() gives the message of the last failure on the calling thread).
  *
  * Errors poison the communicator: when a collective call (zenSparseAllreduceCreate / Dense /
@@ -38,51 +39,128 @@ typedef enum { zenInt32 = 0, zenInt64 = 1, zenIndexTypeMaxEnum = 0x7FFFFFFF } ze
 typedef enum { zenPullAuto = 0, zenPullCoo = 1, zenPullBitmap = 2, zenPullEncodingMaxEnum = 0x7FFFFFFF } zenPullEncoding_t;
 
 typedef struct zenComm* zenComm_t;
+/** A plan: set up once per tensor shape (collectively), reused for every call; it owns its
+ *  workspace and thread pool, and after its first call on a size allocates nothing on later calls of
+ *  the same or a smaller size. */
 typedef struct zenSparseAllreduce* zenSparseAllreduce_t;
+/** A pending non-blocking call (zenSparseAllreduceDenseStart / SparseStart). */
+typedef struct zenRequest* zenRequest_t;
 
+/** Options of zenSparseAllreduceCreate. Versioned: `size` comes first and must be the caller's
+ *  sizeof(zenOptions_t); fields past it keep their defaults, so the struct can grow without breaking
+ *  callers built against an older zen.h. Call zenOptionsInit first: it sets `size` and every default. */
 typedef struct {
-  zenPullEncoding_t pull;  /* balanced / sparse_ps pull encoding */
-  int reject_duplicates;   /* 0: duplicate indices are summed; 1: they are an error */
-  uint64_t seed;           /* h0 seed (rank 0's is used) */
-  int threads;             /* CPU threads (0 = all) */
+  size_t size;               /**< sizeof(zenOptions_t) as the caller compiled it */
+  zenPullEncoding_t pull;    /**< balanced / sparse_ps pull encoding (default zenPullAuto) */
+  int reject_duplicates;     /**< 0: duplicate indices are summed (default); 1: they are an error */
+  uint64_t seed;             /**< h0 seed (rank 0's is used; default 0) */
+  int threads;               /**< CPU threads of the plan (0 = cores / ranks on the node; default) */
+  int hash_functions;        /**< balanced: k second-level hashes (default 3) */
+  double parallel_factor;    /**< balanced: parallel region = factor * nnz (default 2) */
+  double serial_fraction;    /**< balanced: serial region = fraction * parallel region (default 0.1) */
+  int validate;              /**< check index ranges on input (default 1) */
+  double sparcml_dense_switch; /**< sparcml: density where it switches to dense (0 = byte break-even) */
+  uint32_t block_size;       /**< omnireduce block size in elements (default 256) */
+  /* Output. */
+  int average;               /**< 1: divide the sum by the number of ranks (rounded once more in the dtype) */
+  int accumulate;            /**< 1: Dense calls add the result into dense_out instead of overwriting it */
+  /* Hierarchical mode: scheme "hierarchical" (inter-node scheme `inter_scheme`) or "hier_<scheme>". */
+  int node_size;             /**< ranks per node, consecutive ranks form a node (0: the ranks sharing this
+                                  rank's node, or the size of `intra` when given) */
+  const char* inter_scheme;  /**< scheme across nodes (NULL: "balanced"); "hier_<scheme>" names it instead */
+  zenComm_t intra;           /**< optional: this rank's node (e.g. zenCommInitMpi of MPI_Comm_split_type), */
+  zenComm_t inter;           /**< and the ranks with its local index (MPI_Comm_split by local rank); both or
+                                  neither; they must outlive the plan */
+  /* Scheme "auto" (docs/algorithms.md). */
+  const char* auto_candidates; /**< comma-separated scheme names (NULL: balanced, allgather, sparcml,
+                                    sparse_ps, omnireduce, dense_native) */
+  int auto_reevaluate_every; /**< calls between re-evaluations (0: never; default 500) */
+  double auto_drift;         /**< re-evaluate when the agreed size moves by this fraction (default 0.25) */
+  double auto_explore_within; /**< measure candidates predicted within this factor of the best (default 4) */
+  int auto_max_explore;      /**< measure at most this many candidates (default 4) */
+  int auto_trials;           /**< calls per measured candidate (default 3) */
+  uint64_t auto_sample_rows; /**< per-rank hash-sample target of the statistics (default 4096) */
+  double auto_alpha_s;       /**< model latency per message round, seconds (default 20e-6) */
+  double auto_message_s;     /**< model overhead per message, seconds (default 1e-6) */
+  double auto_bytes_per_s;   /**< model per-rank bandwidth, bytes/s (default 25e9/8) */
+  double auto_entry_s;       /**< model compute per row touched, seconds (default 0) */
 } zenOptions_t;
 
 const char* zenGetErrorString(zenResult_t result);
-/* Message of the last failed call on this thread (names rank, peer, operation, sequence number). */
+/** Message of the last failed call on this thread (names rank, peer, operation, sequence number). */
 const char* zenGetLastError(void);
 void zenGetVersion(int* major, int* minor);
+/** "major.minor.patch", the same string as ZEN_VERSION_STRING and the CMake package version. */
+const char* zenGetVersionString(void);
 
-/* n in-process communicators (ranks are threads); comms[i] is rank i. */
+/** Fill `opts` with the defaults and set opts->size = sizeof(zenOptions_t). */
+zenResult_t zenOptionsInit(zenOptions_t* opts);
+
+/** n in-process communicators (ranks are threads); comms[i] is rank i. */
 zenResult_t zenCommInitLoopback(zenComm_t* comms, int n);
-/* Wrap an MPI communicator: `mpi_comm` points to an MPI_Comm. MPI must be initialized by the
- * caller. Returns zenUnsupported when zen was built without MPI. */
+/** Wrap an MPI communicator: `mpi_comm` points to an MPI_Comm (any communicator, not only WORLD;
+ *  zen duplicates it). MPI must be initialized by the caller; the non-blocking calls need
+ *  MPI_THREAD_SERIALIZED or higher. Returns zenUnsupported when zen was built without MPI. */
 zenResult_t zenCommInitMpi(zenComm_t* comm, const void* mpi_comm);
 zenResult_t zenCommDestroy(zenComm_t comm);
 zenResult_t zenCommRank(zenComm_t comm, int* rank);
 zenResult_t zenCommSize(zenComm_t comm, int* size);
 zenResult_t zenCommSetTimeout(zenComm_t comm, int milliseconds);
-/* Bytes this rank sent and received since the communicator was created. */
+/** Bytes this rank sent and received since the communicator was created. */
 zenResult_t zenCommTraffic(zenComm_t comm, uint64_t* sent, uint64_t* recv);
 
-/* Collective (all ranks of `comm`): set up `scheme` ("balanced", "dense", "dense_native",
- * "allgather", "sparcml", "omnireduce", "sparse_ps", or "auto": chosen by zen's cost model and by
- * measuring the close candidates, the same on every rank) for tensors of dense length n_elems, row
- * width row_width (indices name rows) and dtype. opts may be NULL. */
+/** Collective (all ranks of `comm`): set up `scheme` ("balanced", "dense", "dense_native",
+ *  "allgather", "sparcml", "omnireduce", "sparse_ps", "auto": chosen by zen's cost model and by
+ *  measuring the close candidates, the same on every rank; "hierarchical" or "hier_<scheme>": the
+ *  hierarchical mode, see zenOptions_t) for tensors of dense length n_elems, row width row_width
+ *  (indices name rows) and dtype. opts may be NULL (defaults). The plan is reused across calls. */
 zenResult_t zenSparseAllreduceCreate(zenSparseAllreduce_t* op, zenComm_t comm, const char* scheme, uint64_t n_elems,
                                      uint32_t row_width, zenDataType_t dtype, const zenOptions_t* opts);
-/* Sum the sparse input over ranks into dense_out (n_elems values, overwritten). */
+/** Sum the sparse input over ranks into dense_out (n_elems values; overwritten, or added to with
+ *  opts->accumulate). */
 zenResult_t zenSparseAllreduceDense(zenSparseAllreduce_t op, size_t nnz, const void* indices, zenIndexType_t itype,
                                     const void* values, void* dense_out);
-/* Sum into a sparse result kept inside `op`; *out_nnz receives its row count. Fetch it with
- * zenSparseAllreduceResult (indices ascending, int64; values nnz*row_width of dtype). */
+/** Sum into a sparse result kept inside `op`; *out_nnz receives its row count. Fetch it with
+ *  zenSparseAllreduceResult (indices ascending, int64; values nnz*row_width of dtype). */
 zenResult_t zenSparseAllreduceSparse(zenSparseAllreduce_t op, size_t nnz, const void* indices, zenIndexType_t itype,
                                      const void* values, size_t* out_nnz);
+/** Copy the last sparse result into caller memory (out_nnz rows and out_nnz*row_width values). */
 zenResult_t zenSparseAllreduceResult(zenSparseAllreduce_t op, int64_t* indices, void* values);
-/* Bytes sent/received by this rank and seconds of the last call. */
+/** Row count of the last sparse result (e.g. after a non-blocking SparseStart completed). */
+zenResult_t zenSparseAllreduceResultSize(zenSparseAllreduce_t op, size_t* out_nnz);
+/** CUB-style size query: the most rows a sparse result can have when no rank passes more than
+ *  max_nnz indices: min(rows, ranks * max_nnz). Local, no communication. */
+zenResult_t zenSparseAllreduceSparseBound(zenSparseAllreduce_t op, size_t max_nnz, size_t* max_out_nnz);
+/** Sum into caller-owned sparse buffers: out_indices (capacity rows, int64, ascending) and
+ *  out_values (capacity*row_width values of dtype); *out_nnz receives the row count. If the result
+ *  has more than `capacity` rows (the same on every rank) the call returns zenInvalidArgument on
+ *  every rank, writes nothing, and keeps the result in `op` (zenSparseAllreduceResult); the
+ *  communicator stays usable. */
+zenResult_t zenSparseAllreduceSparseInto(zenSparseAllreduce_t op, size_t nnz, const void* indices,
+                                         zenIndexType_t itype, const void* values, int64_t* out_indices,
+                                         void* out_values, size_t capacity, size_t* out_nnz);
+
+/** Non-blocking forms: queue the call on the communicator's progress thread and return at once; the
+ *  caller computes meanwhile and completes *req with zenRequestWait or zenRequestTest. Calls on one
+ *  communicator run in the order they were started (start them in the same order on every rank);
+ *  a blocking call queues behind pending ones. Input and output buffers must stay untouched until
+ *  completion. Host backends only (loopback, MPI). */
+zenResult_t zenSparseAllreduceDenseStart(zenSparseAllreduce_t op, size_t nnz, const void* indices, zenIndexType_t itype,
+                                         const void* values, void* dense_out, zenRequest_t* req);
+/** The result stays inside `op`: zenSparseAllreduceResultSize / zenSparseAllreduceResult after completion. */
+zenResult_t zenSparseAllreduceSparseStart(zenSparseAllreduce_t op, size_t nnz, const void* indices, zenIndexType_t itype,
+                                          const void* values, zenRequest_t* req);
+/** Block until *req completes; returns the call's result and sets *req = NULL. NULL *req: zenSuccess. */
+zenResult_t zenRequestWait(zenRequest_t* req);
+/** *done = 1 once *req completed (then returns the call's result and sets *req = NULL), else 0. */
+zenResult_t zenRequestTest(zenRequest_t* req, int* done);
+
+/** Bytes sent/received by this rank and seconds of the last call. */
 zenResult_t zenSparseAllreduceLastStats(zenSparseAllreduce_t op, uint64_t* sent, uint64_t* recv, double* seconds);
-/* The scheme the last call ran and, for "auto", what it chose and why (empty otherwise). The
- * strings stay valid until the next call on `op`. Either pointer may be NULL. */
+/** The scheme the last call ran and, for "auto", what it chose and why (empty otherwise). The
+ *  strings stay valid until the next call on `op`. Either pointer may be NULL. */
 zenResult_t zenSparseAllreduceLastScheme(zenSparseAllreduce_t op, const char** scheme, const char** decision);
+/** Waits for the plan's pending non-blocking calls, then frees it. */
 zenResult_t zenSparseAllreduceDestroy(zenSparseAllreduce_t op);
 
 #ifdef __cplusplus

@@ -1,12 +1,17 @@
 // C API over the C++ implementation: exceptions become result codes plus a thread-local message.
 #include "zen/zen.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <utility>
 
 #include "zen/comm/loopback.hpp"
+#include "zen/detail/progress.hpp"
+#include "zen/schemes/hierarchical.hpp"
 #include "zen/schemes/scheme.hpp"
 #ifdef ZEN_HAVE_MPI
 #include "zen/comm/mpi.hpp"
@@ -18,6 +23,9 @@ struct zenComm {
 struct zenSparseAllreduce {
   std::unique_ptr<zen::SparseAllreduce> op;
   zen::SparseTensor result;
+};
+struct zenRequest {
+  zen::Request req;
 };
 
 namespace {
@@ -67,6 +75,99 @@ zen::SparseView make_view(const zen::SparseAllreduce& op, size_t nnz, const void
   v.index_type = itype == zenInt32 ? zen::IndexType::I32 : zen::IndexType::I64;
   return v;
 }
+zenOptions_t default_options() {
+  const zen::SchemeOptions d;
+  zenOptions_t o;
+  std::memset(&o, 0, sizeof o);
+  o.size = sizeof(zenOptions_t);
+  o.pull = static_cast<zenPullEncoding_t>(d.pull);
+  o.reject_duplicates = d.duplicates == zen::DuplicatePolicy::Reject;
+  o.seed = d.seed;
+  o.threads = d.threads;
+  o.hash_functions = d.hash_functions;
+  o.parallel_factor = d.parallel_factor;
+  o.serial_fraction = d.serial_fraction;
+  o.validate = d.validate ? 1 : 0;
+  o.sparcml_dense_switch = d.sparcml_dense_switch;
+  o.block_size = d.block_size;
+  o.average = d.output.average;
+  o.accumulate = d.output.accumulate;
+  o.node_size = 0;
+  o.inter_scheme = nullptr;
+  o.intra = o.inter = nullptr;
+  o.auto_candidates = nullptr;
+  o.auto_reevaluate_every = d.autotune.reevaluate_every;
+  o.auto_drift = d.autotune.drift;
+  o.auto_explore_within = d.autotune.explore_within;
+  o.auto_max_explore = d.autotune.max_explore;
+  o.auto_trials = d.autotune.trials;
+  o.auto_sample_rows = d.autotune.sample_rows;
+  o.auto_alpha_s = d.autotune.alpha_s;
+  o.auto_message_s = d.autotune.message_s;
+  o.auto_bytes_per_s = d.autotune.bytes_per_s;
+  o.auto_entry_s = d.autotune.entry_s;
+  return o;
+}
+
+// The caller's struct as this library reads it: its first opts->size bytes over the defaults.
+zenOptions_t read_options(const zenOptions_t* opts) {
+  zenOptions_t o = default_options();
+  if (!opts) return o;
+  const size_t need = offsetof(zenOptions_t, pull) + sizeof(zenPullEncoding_t);
+  if (opts->size < need)
+    ZEN_THROW(zen::Result::InvalidArgument,
+              "zenSparseAllreduceCreate: opts->size is " + std::to_string(opts->size) +
+                  "; set it to sizeof(zenOptions_t) (zenOptionsInit does, with every default)");
+  if (opts->size > sizeof(zenOptions_t))
+    ZEN_THROW(zen::Result::Unsupported, "zenSparseAllreduceCreate: opts->size " + std::to_string(opts->size) +
+                                            " is larger than this library's zenOptions_t (" +
+                                            std::to_string(sizeof(zenOptions_t)) +
+                                            " bytes): the caller was built against a newer zen.h");
+  std::memcpy(&o, opts, opts->size);
+  o.size = sizeof(zenOptions_t);
+  return o;
+}
+
+zen::SchemeOptions to_scheme_options(const zenOptions_t& c) {
+  zen::SchemeOptions o;
+  ZEN_ENFORCE(c.pull >= zenPullAuto && c.pull <= zenPullBitmap,
+              "zenSparseAllreduceCreate: unknown pull encoding " + std::to_string(static_cast<int>(c.pull)));
+  ZEN_ENFORCE(c.hash_functions >= 1, "zenSparseAllreduceCreate: hash_functions " + std::to_string(c.hash_functions) + " must be >= 1");
+  ZEN_ENFORCE(c.parallel_factor > 0 && c.serial_fraction >= 0,
+              "zenSparseAllreduceCreate: parallel_factor must be > 0 and serial_fraction >= 0");
+  ZEN_ENFORCE(c.block_size >= 1, "zenSparseAllreduceCreate: block_size must be >= 1");
+  ZEN_ENFORCE(c.threads >= 0, "zenSparseAllreduceCreate: threads " + std::to_string(c.threads) + " must be >= 0");
+  ZEN_ENFORCE(c.node_size >= 0, "zenSparseAllreduceCreate: node_size " + std::to_string(c.node_size) + " must be >= 0");
+  o.pull = static_cast<zen::PullEncoding>(c.pull);
+  o.duplicates = c.reject_duplicates ? zen::DuplicatePolicy::Reject : zen::DuplicatePolicy::Sum;
+  o.seed = c.seed;
+  o.threads = c.threads;
+  o.hash_functions = c.hash_functions;
+  o.parallel_factor = c.parallel_factor;
+  o.serial_fraction = c.serial_fraction;
+  o.validate = c.validate != 0;
+  o.sparcml_dense_switch = c.sparcml_dense_switch;
+  o.block_size = c.block_size;
+  o.output.average = c.average != 0;
+  o.output.accumulate = c.accumulate != 0;
+  if (c.auto_candidates) {
+    std::stringstream ss(c.auto_candidates);
+    std::string item;
+    while (std::getline(ss, item, ','))
+      if (!item.empty()) o.autotune.candidates.push_back(item);
+  }
+  o.autotune.reevaluate_every = c.auto_reevaluate_every;
+  o.autotune.drift = c.auto_drift;
+  o.autotune.explore_within = c.auto_explore_within;
+  o.autotune.max_explore = c.auto_max_explore;
+  o.autotune.trials = c.auto_trials;
+  o.autotune.sample_rows = c.auto_sample_rows;
+  o.autotune.alpha_s = c.auto_alpha_s;
+  o.autotune.message_s = c.auto_message_s;
+  o.autotune.bytes_per_s = c.auto_bytes_per_s;
+  o.autotune.entry_s = c.auto_entry_s;
+  return o;
+}
 }  // namespace
 
 extern "C" {
@@ -77,6 +178,7 @@ void zenGetVersion(int* major, int* minor) {
   if (major) *major = ZEN_VERSION_MAJOR;
   if (minor) *minor = ZEN_VERSION_MINOR;
 }
+const char* zenGetVersionString(void) { return ZEN_VERSION_STRING; }
 
 zenResult_t zenCommInitLoopback(zenComm_t* comms, int n) {
   return guard([&] {
@@ -130,6 +232,13 @@ zenResult_t zenCommTraffic(zenComm_t comm, uint64_t* sent, uint64_t* recv) {
   });
 }
 
+zenResult_t zenOptionsInit(zenOptions_t* opts) {
+  return guard([&] {
+    ZEN_C_NOT_NULL(opts);
+    *opts = default_options();
+  });
+}
+
 zenResult_t zenSparseAllreduceCreate(zenSparseAllreduce_t* op, zenComm_t comm, const char* scheme, uint64_t n_elems,
                                      uint32_t row_width, zenDataType_t dtype, const zenOptions_t* opts) {
   return guard_collective(comm ? comm->comm.get() : nullptr, [&] {
@@ -137,15 +246,28 @@ zenResult_t zenSparseAllreduceCreate(zenSparseAllreduce_t* op, zenComm_t comm, c
     ZEN_C_NOT_NULL(comm);
     ZEN_C_NOT_NULL(scheme);
     ZEN_ENFORCE(dtype >= zenFloat32 && dtype <= zenBfloat16, "zenSparseAllreduceCreate: unknown dtype " + std::to_string(static_cast<int>(dtype)));
-    zen::SchemeOptions o;
-    if (opts) {
-      ZEN_ENFORCE(opts->pull >= zenPullAuto && opts->pull <= zenPullBitmap, "zenSparseAllreduceCreate: unknown pull encoding " + std::to_string(static_cast<int>(opts->pull)));
-      o.pull = static_cast<zen::PullEncoding>(opts->pull);
-      o.duplicates = opts->reject_duplicates ? zen::DuplicatePolicy::Reject : zen::DuplicatePolicy::Sum;
-      o.seed = opts->seed;
-      o.threads = opts->threads;
+    const zenOptions_t c = read_options(opts);
+    const zen::SchemeOptions o = to_scheme_options(c);
+    const zen::TensorSpec spec{n_elems, row_width, static_cast<zen::DType>(dtype)};
+    zen::Communicator& world = *comm->comm;
+    std::string name = scheme;
+    std::unique_ptr<zen::SparseAllreduce> s;
+    if (name == "hierarchical" || name.rfind("hier_", 0) == 0) {
+      std::string inter = name == "hierarchical" ? (c.inter_scheme ? c.inter_scheme : "balanced") : name.substr(5);
+      ZEN_ENFORCE((c.intra == nullptr) == (c.inter == nullptr),
+                  "zenSparseAllreduceCreate: rank " + std::to_string(world.rank()) +
+                      ": give both opts->intra and opts->inter, or neither");
+      if (c.intra) {
+        s = zen::make_hierarchical(world, *c.intra->comm, *c.inter->comm, spec, o, inter);
+      } else {
+        zen::HierarchicalOptions h;
+        h.node_size = c.node_size > 0 ? c.node_size : world.ranks_on_node();
+        h.inter_scheme = inter;
+        s = zen::make_hierarchical(world, spec, o, h);
+      }
+    } else {
+      s = zen::make_scheme(name, world, spec, o);
     }
-    auto s = zen::make_scheme(scheme, *comm->comm, zen::TensorSpec{n_elems, row_width, static_cast<zen::DType>(dtype)}, o);
     *op = new zenSparseAllreduce{std::move(s), {}};
   });
 }
@@ -180,6 +302,101 @@ zenResult_t zenSparseAllreduceResult(zenSparseAllreduce_t op, int64_t* indices, 
   });
 }
 
+zenResult_t zenSparseAllreduceResultSize(zenSparseAllreduce_t op, size_t* out_nnz) {
+  return guard([&] {
+    ZEN_C_NOT_NULL(op);
+    ZEN_C_NOT_NULL(out_nnz);
+    *out_nnz = op->result.nnz();
+  });
+}
+
+zenResult_t zenSparseAllreduceSparseBound(zenSparseAllreduce_t op, size_t max_nnz, size_t* max_out_nnz) {
+  return guard([&] {
+    ZEN_C_NOT_NULL(op);
+    ZEN_C_NOT_NULL(max_out_nnz);
+    const uint64_t rows = op->op->spec().dense_len / op->op->spec().row_width;
+    const uint64_t n = static_cast<uint64_t>(op->op->comm().size());
+    const uint64_t m = static_cast<uint64_t>(max_nnz);
+    *max_out_nnz = static_cast<size_t>(m != 0 && n > rows / m ? rows : std::min<uint64_t>(rows, n * m));
+  });
+}
+
+zenResult_t zenSparseAllreduceSparseInto(zenSparseAllreduce_t op, size_t nnz, const void* indices,
+                                         zenIndexType_t itype, const void* values, int64_t* out_indices,
+                                         void* out_values, size_t capacity, size_t* out_nnz) {
+  const zenResult_t r = guard_collective(op ? &op->op->comm() : nullptr, [&] {
+    ZEN_C_NOT_NULL(op);
+    if (capacity) {
+      ZEN_C_NOT_NULL(out_indices);
+      ZEN_C_NOT_NULL(out_values);
+    }
+    op->op->run(make_view(*op->op, nnz, indices, itype, values), op->result);
+  });
+  if (r != zenSuccess) return r;
+  // The result is identical on every rank, so is this check: no rank needs to be told.
+  return guard([&] {
+    const size_t got = op->result.nnz();
+    if (out_nnz) *out_nnz = got;
+    if (got > capacity)
+      ZEN_THROW(zen::Result::InvalidArgument,
+                "zenSparseAllreduceSparseInto: rank " + std::to_string(op->op->comm().rank()) + ": the result has " +
+                    std::to_string(got) + " rows but the buffers hold " + std::to_string(capacity) +
+                    " (size them with zenSparseAllreduceSparseBound; the result is kept, zenSparseAllreduceResult copies it)");
+    if (got) {
+      std::memcpy(out_indices, op->result.indices.data(), got * sizeof(int64_t));
+      std::memcpy(out_values, op->result.values.data(), op->result.values.size());
+    }
+  });
+}
+
+zenResult_t zenSparseAllreduceDenseStart(zenSparseAllreduce_t op, size_t nnz, const void* indices, zenIndexType_t itype,
+                                         const void* values, void* dense_out, zenRequest_t* req) {
+  return guard_collective(op ? &op->op->comm() : nullptr, [&] {
+    ZEN_C_NOT_NULL(op);
+    ZEN_C_NOT_NULL(req);
+    if (op->op->spec().dense_len) ZEN_C_NOT_NULL(dense_out);
+    auto q = op->op->start_dense(make_view(*op->op, nnz, indices, itype, values), dense_out);
+    *req = new zenRequest{std::move(q)};
+  });
+}
+
+zenResult_t zenSparseAllreduceSparseStart(zenSparseAllreduce_t op, size_t nnz, const void* indices, zenIndexType_t itype,
+                                          const void* values, zenRequest_t* req) {
+  return guard_collective(op ? &op->op->comm() : nullptr, [&] {
+    ZEN_C_NOT_NULL(op);
+    ZEN_C_NOT_NULL(req);
+    auto q = op->op->start(make_view(*op->op, nnz, indices, itype, values), op->result);
+    *req = new zenRequest{std::move(q)};
+  });
+}
+
+zenResult_t zenRequestWait(zenRequest_t* req) {
+  if (!req || !*req) return zenSuccess;
+  std::unique_ptr<zenRequest> q(*req);
+  *req = nullptr;
+  // The call's error already poisoned the communicator where it happened; only report it here.
+  return guard([&] { q->req.wait(); });
+}
+
+zenResult_t zenRequestTest(zenRequest_t* req, int* done) {
+  if (!done) {
+    g_last_error = "zenRequestTest: argument 'done' is NULL";
+    return zenInvalidArgument;
+  }
+  if (!req || !*req) {
+    *done = 1;
+    return zenSuccess;
+  }
+  bool finished = false;
+  const zenResult_t r = guard([&] { finished = (*req)->req.test(); });
+  *done = finished || r != zenSuccess;
+  if (*done) {
+    delete *req;
+    *req = nullptr;
+  }
+  return r;
+}
+
 zenResult_t zenSparseAllreduceLastStats(zenSparseAllreduce_t op, uint64_t* sent, uint64_t* recv, double* seconds) {
   return guard([&] {
     ZEN_C_NOT_NULL(op);
@@ -200,7 +417,13 @@ zenResult_t zenSparseAllreduceLastScheme(zenSparseAllreduce_t op, const char** s
 }
 
 zenResult_t zenSparseAllreduceDestroy(zenSparseAllreduce_t op) {
-  return guard([&] { delete op; });
+  return guard([&] {
+    if (!op) return;
+    // Pending non-blocking calls (of this plan or earlier ones on the communicator) finish first.
+    zen::Communicator& c = op->op->comm();
+    if (c.progress_busy()) zen::detail::wait_state(*c.progress().submit([] {}));
+    delete op;
+  });
 }
 
 }  // extern "C"

@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -60,7 +61,8 @@ TEST(CapiMpi, UnknownSchemeDtypeEncodingAndIndexTypeAreInvalidArgument) {
   {
     Comm c;
     zenSparseAllreduce_t op = nullptr;
-    zenOptions_t o{};
+    zenOptions_t o;
+    zenOptionsInit(&o);
     o.pull = static_cast<zenPullEncoding_t>(7);
     EXPECT_EQ(zenSparseAllreduceCreate(&op, c.c, "balanced", kN, 1, zenFloat32, &o), zenInvalidArgument);
     EXPECT_NE(std::string(zenGetLastError()).find("unknown pull encoding 7"), std::string::npos) << zenGetLastError();
@@ -242,8 +244,109 @@ TEST(CapiMpi, ErrorReachesEveryRankAndRetryNeverMixesSteps) {
   }
 }
 
+// The C API on MPI communicators the caller made: the hierarchical mode over an MPI split (intra:
+// consecutive blocks of L ranks, inter: ranks with the same local index), a sub-communicator of
+// WORLD (not WORLD itself), and the non-blocking forms while the caller computes.
+TEST(CapiMpiApi, HierarchicalOverAnMpiSplitSubCommunicatorsAndNonBlocking) {
+  const int n = size(), r = rank();
+  const int L = n % 2 == 0 ? 2 : 1;
+  MPI_Comm intra_m, inter_m, odd_m;
+  MPI_Comm_split(MPI_COMM_WORLD, r / L, r, &intra_m);
+  MPI_Comm_split(MPI_COMM_WORLD, r % L, r, &inter_m);
+  {
+    Comm w;
+    zenComm_t intra = nullptr, inter = nullptr;
+    ASSERT_EQ(zenCommInitMpi(&intra, &intra_m), zenSuccess) << zenGetLastError();
+    ASSERT_EQ(zenCommInitMpi(&inter, &inter_m), zenSuccess) << zenGetLastError();
+    zenOptions_t o;
+    ASSERT_EQ(zenOptionsInit(&o), zenSuccess);
+    o.intra = intra;
+    o.inter = inter;
+    o.inter_scheme = "sparcml";
+    zenSparseAllreduce_t op = nullptr;
+    ASSERT_EQ(zenSparseAllreduceCreate(&op, w.c, "hierarchical", kN, 1, zenFloat64, &o), zenSuccess) << zenGetLastError();
+    int64_t idx[3] = {0, static_cast<int64_t>(kN - 1), 10 + r};
+    double val[3] = {1.0, 2.0, 4.0};
+    std::vector<double> want(kN, 0.0), out(kN, -1.0), out2(kN, -1.0);
+    for (int p = 0; p < n; ++p) {
+      want[0] += 1.0;
+      want[kN - 1] += 2.0;
+      want[10 + static_cast<size_t>(p)] += 4.0;
+    }
+    ASSERT_EQ(zenSparseAllreduceDense(op, 3, idx, zenInt64, val, out.data()), zenSuccess) << zenGetLastError();
+    EXPECT_EQ(out, want);
+    zenRequest_t q = nullptr;
+    ASSERT_EQ(zenSparseAllreduceDenseStart(op, 3, idx, zenInt64, val, out2.data(), &q), zenSuccess) << zenGetLastError();
+    volatile double s = 0;
+    for (int i = 1; i < 200000; ++i) s = s + 1.0 / i;  // the caller's own work meanwhile
+    int done = 0;
+    while (!done) ASSERT_EQ(zenRequestTest(&q, &done), zenSuccess) << zenGetLastError();
+    EXPECT_EQ(out2, want);
+    zenSparseAllreduceDestroy(op);
+    zenCommDestroy(intra);
+    zenCommDestroy(inter);
+  }
+  // A sub-communicator (the odd ranks, or everyone at n = 1): average, sparse non-blocking.
+  MPI_Comm_split(MPI_COMM_WORLD, n > 1 ? r % 2 : 0, r, &odd_m);
+  if (n == 1 || r % 2 == 1) {
+    int m = 0;
+    MPI_Comm_size(odd_m, &m);
+    zenComm_t c = nullptr;
+    ASSERT_EQ(zenCommInitMpi(&c, &odd_m), zenSuccess) << zenGetLastError();
+    zenOptions_t o;
+    zenOptionsInit(&o);
+    o.average = 1;
+    zenSparseAllreduce_t op = nullptr;
+    ASSERT_EQ(zenSparseAllreduceCreate(&op, c, "balanced", kN, 1, zenFloat32, &o), zenSuccess) << zenGetLastError();
+    int64_t idx[1] = {7};
+    float val[1] = {static_cast<float>(m) * 2.0f};
+    zenRequest_t q = nullptr;
+    ASSERT_EQ(zenSparseAllreduceSparseStart(op, 1, idx, zenInt64, val, &q), zenSuccess) << zenGetLastError();
+    ASSERT_EQ(zenRequestWait(&q), zenSuccess) << zenGetLastError();
+    size_t k = 0;
+    ASSERT_EQ(zenSparseAllreduceResultSize(op, &k), zenSuccess);
+    ASSERT_EQ(k, 1u);
+    int64_t oi = -1;
+    float ov = -1;
+    ASSERT_EQ(zenSparseAllreduceResult(op, &oi, &ov), zenSuccess);
+    EXPECT_EQ(oi, 7);
+    EXPECT_EQ(ov, static_cast<float>(m) * 2.0f);  // the average of m equal values
+    zenSparseAllreduceDestroy(op);
+    zenCommDestroy(c);
+  }
+  MPI_Comm_free(&intra_m);
+  MPI_Comm_free(&inter_m);
+  MPI_Comm_free(&odd_m);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// MPI initialized below MPI_THREAD_SERIALIZED (ZEN_TEST_MPI_THREAD=funneled): the non-blocking form
+// refuses with a message saying what to change; the blocking form works.
+TEST(CapiMpiApi, NonBlockingNeedsSerializedThreads) {
+  int provided = 0;
+  MPI_Query_thread(&provided);
+  if (provided >= MPI_THREAD_SERIALIZED) GTEST_SKIP() << "MPI runs at MPI_THREAD_SERIALIZED or higher";
+  Comm c;
+  zenSparseAllreduce_t op = nullptr;
+  ASSERT_EQ(zenSparseAllreduceCreate(&op, c.c, "balanced", kN, 1, zenFloat32, nullptr), zenSuccess) << zenGetLastError();
+  int64_t idx[1] = {3};
+  float val[1] = {1.0f};
+  std::vector<float> out(kN);
+  ASSERT_EQ(zenSparseAllreduceDense(op, 1, idx, zenInt64, val, out.data()), zenSuccess) << zenGetLastError();
+  EXPECT_EQ(out[3], static_cast<float>(size()));
+  zenRequest_t q = nullptr;
+  EXPECT_EQ(zenSparseAllreduceDenseStart(op, 1, idx, zenInt64, val, out.data(), &q), zenUnsupported);
+  EXPECT_NE(std::string(zenGetLastError()).find("MPI_THREAD_SERIALIZED"), std::string::npos) << zenGetLastError();
+  EXPECT_EQ(q, nullptr);
+  zenSparseAllreduceDestroy(op);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  const char* lvl = std::getenv("ZEN_TEST_MPI_THREAD");
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, lvl && std::string(lvl) == "funneled" ? MPI_THREAD_FUNNELED : MPI_THREAD_SERIALIZED,
+                  &provided);
   ::testing::InitGoogleTest(&argc, argv);
   if (rank() != 0) {
     auto& l = ::testing::UnitTest::GetInstance()->listeners();
