@@ -129,7 +129,9 @@ RunResult Experiment::run(const std::string& scheme, const std::string& preset) 
   r.schedule = schedule(scheme, preset, r.rounds, &r.horizon_s);
   r.sim_wall_s = seconds_since(t0);
   t0 = std::chrono::steady_clock::now();
-  r.learn = cfg_.comm ? execute(r.schedule, *fed_, test_, *cfg_.comm) : run_loopback(r.schedule, *fed_, test_, cfg_.ranks);
+  ZEN_ENFORCE(static_cast<bool>(cfg_.learn),
+              "Experiment: ExperimentConfig::learn is not set (on_communicator(comm) or loopback_runner(ranks))");
+  r.learn = cfg_.learn(r.schedule, *fed_, test_);
   r.learn_wall_s = seconds_since(t0);
   const Schedule& s = r.schedule;
   r.mean_round_s = s.end_time_s() / r.rounds;

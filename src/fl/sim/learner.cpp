@@ -8,7 +8,6 @@
 #include <map>
 #include <mutex>
 
-#include "zen/comm/loopback.hpp"
 #include "zen/error.hpp"
 #include "zen/fl/fedavg.hpp"
 
@@ -320,18 +319,8 @@ LearnResult execute(const Schedule& s, const Federation& fed, const Dataset& tes
   return r.run();
 }
 
-LearnResult run_loopback(const Schedule& s, const Federation& fed, const Dataset& test, int ranks) {
-  const int K = s.num_satellites;
-  if (ranks <= 0) ranks = K <= 64 ? K + 1 : 16;
-  ranks = std::min(ranks, K + 1);
-  std::vector<LearnResult> per(static_cast<std::size_t>(ranks));
-  loopback::run(
-      ranks,
-      [&](Communicator& comm) {
-        comm.set_timeout(Communicator::Ms(600000));
-        per[static_cast<std::size_t>(comm.rank())] = execute(s, fed, test, comm);
-      },
-      Communicator::Ms(600000));
+LearnResult merge_ranks(std::vector<LearnResult> per) {
+  ZEN_ENFORCE(!per.empty(), "merge_ranks: no per-rank results");
   LearnResult out = std::move(per[0]);
   for (std::size_t r = 1; r < per.size(); ++r) {
     out.transfers.insert(out.transfers.end(), per[r].transfers.begin(), per[r].transfers.end());
@@ -343,6 +332,10 @@ LearnResult run_loopback(const Schedule& s, const Federation& fed, const Dataset
   std::sort(out.transfers.begin(), out.transfers.end(),
             [](const TransferLog& a, const TransferLog& b) { return a.event < b.event; });
   return out;
+}
+
+LearnRunner on_communicator(Communicator& comm) {
+  return [&comm](const Schedule& s, const Federation& fed, const Dataset& test) { return execute(s, fed, test, comm); };
 }
 
 }  // namespace zen::fl::sim

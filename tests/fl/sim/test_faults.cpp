@@ -10,6 +10,7 @@
 #include "sim_test_util.hpp"
 #include "zen/fl/fedavg.hpp"
 #include "zen/fl/sim/learner.hpp"
+#include "zen/fl/sim/loopback_runner.hpp"
 
 namespace zen::fl::sim {
 namespace {

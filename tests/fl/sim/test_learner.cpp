@@ -9,7 +9,7 @@
 
 #include "sim_test_util.hpp"
 #include "zen/fl/sim/experiment.hpp"
-#include "zen/fl/sim/learner.hpp"
+#include "zen/fl/sim/loopback_runner.hpp"
 
 namespace zen::fl::sim {
 namespace {
@@ -99,6 +99,7 @@ TEST(Experiment, TinyEndToEndWritesCsvAndPlot) {
   ExperimentConfig cfg;
   cfg.data_dir = ZEN_FL_TINY_DIR;
   cfg.rounds = 2;
+  cfg.learn = loopback_runner();
   cfg.model = "mlp";
   cfg.hidden = 8;
   cfg.split = "dirichlet:0.5";
@@ -132,6 +133,7 @@ TEST(Experiment, RealFashionMnistReachesEightyPercentUnderBothSchemes) {
     GTEST_SKIP() << "Fashion-MNIST not installed (Debian dataset-fashion-mnist)";
   ExperimentConfig cfg;
   cfg.rounds = 5;
+  cfg.learn = loopback_runner();
   Experiment ex(cfg);
   for (const std::string scheme : {"baseline", "ring"}) {
     const RunResult r = ex.run(scheme, "ka");

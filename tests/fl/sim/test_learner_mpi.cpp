@@ -4,7 +4,7 @@
 
 #include "../../core/mpi_main.hpp"
 #include "sim_test_util.hpp"
-#include "zen/fl/sim/learner.hpp"
+#include "zen/fl/sim/loopback_runner.hpp"
 
 namespace zen::fl::sim {
 namespace {

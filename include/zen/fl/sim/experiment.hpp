@@ -40,8 +40,7 @@ struct ExperimentConfig {
   std::vector<Fault> faults;
   double staleness_exponent = 0.5;
   double initial_days = 1.0;      ///< first prediction horizon (doubled until the schedule fits)
-  int ranks = 0;                  ///< loopback ranks (0: automatic)
-  Communicator* comm = nullptr;   ///< run the learner on this communicator (e.g. MPI, one process per rank) instead of a loopback
+  LearnRunner learn;              ///< runs the learner (required): on_communicator(comm), loopback_runner(ranks), ...
   unsigned threads = 0;           ///< window prediction threads
 };
 

@@ -13,6 +13,7 @@
 // The server checks every received aggregate: sum D_k must equal the sum of the registered sample
 // weights of its members, the members must be the scheduled ones, and no client may be counted
 // twice in an update (PartialAggregate::merge). The aggregation code is the same for every backend.
+#include <functional>
 #include <cstdint>
 #include <vector>
 
@@ -62,8 +63,14 @@ int actor_rank(int actor, int num_ranks) noexcept;
 /// is evaluated at every global update. Every rank must call it with the same schedule.
 LearnResult execute(const Schedule& s, const Federation& fed, const Dataset& test, Communicator& comm);
 
-/// Runs execute() on `ranks` loopback threads (0: K + 1 when K <= 64, else 16) and merges the
-/// per-rank results (rows from rank 0, transfers and traffic summed over ranks).
-LearnResult run_loopback(const Schedule& s, const Federation& fed, const Dataset& test, int ranks = 0);
+/// Merges execute()'s per-rank results of one run (rows from rank 0, transfers and traffic summed
+/// over ranks), for runners that hold every rank's result (e.g. loopback threads).
+LearnResult merge_ranks(std::vector<LearnResult> per_rank);
+
+/// How an experiment runs the learner for one schedule: the backend is the caller's choice (the
+/// library takes any communicator). on_communicator(): execute() on this process's rank of `comm`
+/// (e.g. MPI, one process per rank); zen/fl/sim/loopback_runner.hpp: every rank as a thread.
+using LearnRunner = std::function<LearnResult(const Schedule&, const Federation&, const Dataset&)>;
+LearnRunner on_communicator(Communicator& comm);
 
 }  // namespace zen::fl::sim

@@ -19,6 +19,7 @@
 #include "zen/comm/mpi.hpp"
 #endif
 #include "zen/fl/sim/experiment.hpp"
+#include "zen/fl/sim/loopback_runner.hpp"
 #include "zen/orbit/contact.hpp"
 #include "zen/orbit/link.hpp"
 #include "zen/orbit/scenario.hpp"
@@ -267,6 +268,7 @@ struct FlArgs {
   std::vector<std::string> faults;
   bool transfers = false;
   std::string backend = "loopback";
+  int ranks = 0;  // loopback ranks
 };
 
 // --backend mpi: the learner runs with one MPI process per communicator rank (server on rank 0,
@@ -286,13 +288,14 @@ struct BackendScope {
                                                    ") with --backend " + a.backend +
                                                    ", which runs everything in one process: add --backend mpi, or run "
                                                    "without mpirun");
+      a.cfg.learn = zs::loopback_runner(a.ranks);
       return;
     }
 #ifdef ZEN_HAVE_MPI
     env = std::make_unique<zen::mpi::Environment>(nullptr, nullptr);
     comm = zen::mpi::create(MPI_COMM_WORLD);
     comm->set_timeout(std::chrono::milliseconds(600000));
-    a.cfg.comm = comm.get();
+    a.cfg.learn = zs::on_communicator(*comm);
     if (comm->rank() != 0 && !std::freopen("/dev/null", "w", stdout)) std::perror("freopen");
     if (comm->rank() != 0) a.out.clear();
 #else
@@ -344,7 +347,7 @@ void add_fl_options(CLI::App* app, FlArgs& a) {
   app->add_option("--staleness", c.staleness_exponent, "ring-async staleness exponent a, s = (1+tau)^-a")
       ->capture_default_str();
   app->add_option("--days", c.initial_days, "initial contact-plan horizon (doubled as needed)")->capture_default_str();
-  app->add_option("--ranks", c.ranks, "loopback ranks (0: one per satellite + server up to 64 satellites, else 16)");
+  app->add_option("--ranks", a.ranks, "loopback ranks (0: one per satellite + server up to 64 satellites, else 16)");
   app->add_option("--threads", c.threads, "window prediction threads (0 = all cores)");
   app->add_option("--out", a.out, "output directory for CSV / PNG");
   app->add_option("--backend", a.backend, "communicator for the models: loopback (threads) or mpi (run under mpirun)")
