@@ -42,8 +42,8 @@ Dataset make_dataset(const IdxImages& images, const std::vector<uint8_t>& labels
 Dataset load_idx_dataset(const std::string& images_path, const std::string& labels_path,
                          size_t limit = 0);
 
-/// Load split "train" or "t10k" from dir, i.e. <dir>/<split>-images-idx3-ubyte.gz and
-/// <dir>/<split>-labels-idx1-ubyte.gz.
+/// Load split "train" or "t10k" from dir, i.e. `<dir>/<split>-images-idx3-ubyte.gz` and
+/// `<dir>/<split>-labels-idx1-ubyte.gz`.
 Dataset load_fashion_mnist(const std::string& dir, const std::string& split, size_t limit = 0);
 
 /// $ZEN_FMNIST_DIR when set, else /usr/share/datasets/fashion-mnist (Debian dataset-fashion-mnist).

@@ -100,7 +100,7 @@ struct TopkConfig {
   bool residual = true;     ///< DGC error feedback: accumulate unsent gradient into the next iteration
   DType dtype = DType::F32;
   uint64_t seed = 1;
-  std::string dense_dir;    ///< if set, read dense gradients DIR/r<r>_t<t>.f32 (N little-endian f32 each)
+  std::string dense_dir;    ///< if set, read dense gradients `DIR/r<r>_t<t>.f32` (N little-endian f32 each)
                             ///< instead of synthesizing them
 };
 

@@ -37,7 +37,7 @@ TraceMeta read_meta(const std::string& dir);
 /// Validate and write DIR/trace.json, creating DIR (and parents) when missing.
 void write_meta(const std::string& dir, const TraceMeta& meta);
 
-/// Paths of the two files of rank r, iteration t: DIR/r<r>_t<t>.idx and .val.
+/// Paths of the two files of rank r, iteration t: `DIR/r<r>_t<t>.idx` and `.val`.
 std::string idx_path(const std::string& dir, int r, int t);
 std::string val_path(const std::string& dir, int r, int t);
 
@@ -52,13 +52,14 @@ struct RankIter {
   const T* values_as(DType dtype) const;
 };
 
-/// Read DIR/r<r>_t<t>.{idx,val}, checking r < ranks, t < iterations, file sizes (index file a
-/// multiple of 8 bytes, value file = count * row_width * dtype_size) and index ranges [0, items).
+/// Read DIR/rR_tT.idx and DIR/rR_tT.val (R = rank, T = iteration), checking r < ranks,
+/// t < iterations, file sizes (index file a multiple of 8 bytes, value file = count * row_width *
+/// dtype_size) and index ranges [0, items).
 RankIter read_rank_iter(const std::string& dir, const TraceMeta& meta, int r, int t);
 /// Read only the index file (stats do not need values); same checks on the index file.
 std::vector<int64_t> read_rank_indices(const std::string& dir, const TraceMeta& meta, int r, int t);
 
-/// Write DIR/r<r>_t<t>.{idx,val}: count indices and count * row_width values (raw bytes of the
+/// Write DIR/rR_tT.idx and .val: count indices and count * row_width values (raw bytes of the
 /// trace dtype). Indices are checked against [0, items). DIR must exist (write_meta creates it).
 void write_rank_iter(const std::string& dir, const TraceMeta& meta, int r, int t, const int64_t* idx,
                      size_t count, const void* values);
