@@ -1,5 +1,5 @@
 # cmake --install: headers, libzen.so and the static libraries, the command-line tools, a CMake
-# package (find_package(zen CONFIG) -> zen::zen) and zen.pc for pkg-config.
+# package (find_package(zen CONFIG [COMPONENTS mpi fl cuda nccl]) -> zen::zen, ...) and zen.pc.
 include(CMakePackageConfigHelpers)
 set(zen_install_targets zen zen_static zen_capi_static zen_core zen_schemes)
 if(ZEN_MPI_ENABLED)
@@ -10,9 +10,32 @@ install(TARGETS ${zen_install_targets} EXPORT zenTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-# Headers of the installed libraries (the orbit/FL/trace modules and the CUDA path are not packaged yet).
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/zen DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-  PATTERN "fl" EXCLUDE PATTERN "orbit" EXCLUDE PATTERN "trace" EXCLUDE PATTERN "cuda" EXCLUDE)
+# Component fl (also requested as orbit or trace): the trace, orbit and FL libraries.
+set(zen_fl_targets zen_trace_lib zen_orbit zen_fl_learn zen_fl_sim zen_fl_loopback)
+install(TARGETS ${zen_fl_targets} EXPORT zenFlTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT zenFlTargets NAMESPACE zen:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/zen)
+# Components cuda and nccl: the device path, as built.
+if(TARGET zen_cuda)
+  set(zen_cuda_targets zen_cuda)
+  if(TARGET zen_nccl_imported)
+    list(APPEND zen_cuda_targets zen_nccl_imported)
+  endif()
+  install(TARGETS ${zen_cuda_targets} EXPORT zenCudaTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(EXPORT zenCudaTargets NAMESPACE zen:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/zen)
+  set(ZEN_PKG_CUDA ON)
+else()
+  set(ZEN_PKG_CUDA OFF)
+endif()
+# Headers of the installed libraries (zen/cuda only where the device path is built).
+if(ZEN_PKG_CUDA)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/zen DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+else()
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/zen DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} PATTERN "cuda" EXCLUDE)
+endif()
 install(FILES ${PROJECT_BINARY_DIR}/include/zen/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/zen)
 install(EXPORT zenTargets NAMESPACE zen:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/zen)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/zenConfig.cmake.in
@@ -33,9 +56,9 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/zen.pc.in ${PROJECT_BINARY_DIR}/zen.p
 install(FILES ${PROJECT_BINARY_DIR}/zen.pc DESTINATION lib/pkgconfig)
 
 # Tools: executables, never part of the libraries.
-foreach(tool zen_perf zen_model zen_micro zen_trace zen_orbit_cli)
+foreach(tool zen_perf zen_model zen_micro zen_trace zen_orbit_cli zen_gpu_bench)
   if(TARGET ${tool})
-    install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+    install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} OPTIONAL)  # a partial build installs what it built
   endif()
 endforeach()
 foreach(script cluster.sh)

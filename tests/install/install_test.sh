@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # zen installs like any library: `cmake --install` into a temporary prefix, then two consumers
 # built only against that prefix -- a C++ CMake project (find_package(zen CONFIG) -> zen::zen, and
-# zen::zen_static) and a C program compiled with `pkg-config --cflags --libs zen` -- each run under
+# zen::zen_static, and the fl component) and a C program compiled with `pkg-config --cflags --libs zen` -- each run under
 # mpirun at n = 2 and checked (exact sums, version of the headers == version of the library).
 #   install_test.sh BUILD_DIR SOURCE_DIR MPIEXEC
 set -uo pipefail
@@ -12,7 +12,7 @@ prefix=$tmp/prefix
 fail=0
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; exit 1; }
 for f in include/zen/zen.h include/zen/version.h lib/libzen.so lib/libzen_core.a lib/cmake/zen/zenConfig.cmake \
-         lib/pkgconfig/zen.pc bin/zen_perf; do
+         lib/pkgconfig/zen.pc bin/zen_perf bin/zen_trace bin/zen_orbit lib/libzen_orbit.a include/zen/fl/sim/learner.hpp; do
   [ -e "$prefix/$f" ] || { echo "FAIL: $f not installed"; fail=1; }
 done
 # Nothing of the source or build tree may leak into the installed package.
@@ -28,6 +28,15 @@ if cmake -S "$src/tests/install/consumer_cpp" -B "$tmp/cpp" -DCMAKE_PREFIX_PATH=
     if ! "$mpiexec" -n 2 "$tmp/cpp/$exe" >"$tmp/run.log" 2>&1; then echo "FAIL: $exe under mpirun -n 2:"; cat "$tmp/run.log"; fail=1
     else echo "$exe: $(grep consumer_cpp "$tmp/run.log")"; fi
   done
+  if ! "$tmp/cpp/consumer_fl" >"$tmp/run.log" 2>&1; then echo "FAIL: consumer_fl:"; cat "$tmp/run.log"; fail=1
+  else cat "$tmp/run.log"; fi
+  # A component this build does not have is an error when required.
+  mkdir -p "$tmp/torch"
+  printf 'cmake_minimum_required(VERSION 3.16)\nproject(t CXX)\nfind_package(zen CONFIG REQUIRED COMPONENTS torch)\n' \
+    >"$tmp/torch/CMakeLists.txt"
+  if cmake -S "$tmp/torch" -B "$tmp/torch/b" -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/torch.log" 2>&1; then
+    echo "FAIL: find_package(zen COMPONENTS torch) succeeded on a build without it"; fail=1
+  fi
 else
   echo "FAIL: the CMake consumer does not build against the installed zen:"; cat "$tmp/cpp.log"; fail=1
 fi
