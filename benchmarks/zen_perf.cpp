@@ -27,6 +27,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/progress.hpp"
 #include "zen/comm/communicator.hpp"
 #include "zen/comm/loopback.hpp"
 #include "zen/error.hpp"
@@ -973,7 +974,11 @@ std::vector<Row> run_bench(Communicator& comm, const Config& cfg) {
     sizes.push_back(static_cast<uint64_t>(std::llround(s)));
     if (cfg.f <= 1.0) break;
   }
+  // Progress on stderr when it is a terminal (tools/common/progress.hpp; ZEN_PROGRESS=0/1 overrides).
+  zen::tools::Progress progress("zen_perf", sizes.size(), root);
   for (uint64_t size : sizes) {
+    progress.update(progress.done(), "size " + std::to_string(size) + " B: generating and timing " +
+                                         std::to_string(schemes.size()) + " scheme(s)");
     const uint64_t N = size / vs / D * D;
     if (N == 0) {
       if (root) std::printf("# size %llu: fewer than one row of %u %s values, skipped\n", static_cast<unsigned long long>(size), D, type);
@@ -1003,6 +1008,8 @@ std::vector<Row> run_bench(Communicator& comm, const Config& cfg) {
     const std::vector<SparseView> views{make_view(mine, N, D, dt, iti, i32)};
     auto runners = make_runners(comm, schemes, TensorSpec{N, D, dt}, opt, dense_out, cfg.schemes == "all", cfg.node_size);
     time_runners(comm, {Group{&runners, &views}}, dense_out, cfg.warmup, cfg.iters);
+    progress.step("size " + std::to_string(size) + " B done");
+    progress.finish();
     for (auto& rn : runners) {
       if (cfg.check) check_runner(rn, views[0], ref, N, D, dt, true);
 #ifdef ZEN_PERF_HAVE_TRACE

@@ -194,6 +194,7 @@ TraceMeta generate_corpus(const Corpus& corpus, const CorpusConfig& cfg, const s
         write_rank_iter(out_dir, meta, r, t, idx.data(), idx.size(), raw.data());
       }
     }
+    if (cfg.on_iteration) cfg.on_iteration(t + 1, cfg.iterations);
   }
   return meta;
 }

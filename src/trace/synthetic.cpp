@@ -93,6 +93,7 @@ TraceMeta generate_synthetic(const SyntheticConfig& cfg, const std::string& out_
       const auto raw = values_from_double(vals, cfg.dtype);
       write_rank_iter(out_dir, meta, r, t, idx.data(), idx.size(), raw.data());
     }
+    if (cfg.on_iteration) cfg.on_iteration(t + 1, cfg.iterations);
   }
   return meta;
 }
@@ -178,6 +179,7 @@ TraceMeta generate_topk(const TopkConfig& cfg, const std::string& out_dir) {
       const auto raw = values_from_double(vals, cfg.dtype);
       write_rank_iter(out_dir, meta, r, t, idx.data(), idx.size(), raw.data());
     }
+    if (cfg.on_iteration) cfg.on_iteration(t + 1, cfg.iterations);
   }
   return meta;
 }

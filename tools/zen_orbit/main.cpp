@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/progress.hpp"
 #include "zen/error.hpp"
 #ifdef ZEN_HAVE_MPI
 #include "zen/comm/mpi.hpp"
@@ -268,7 +269,8 @@ struct FlArgs {
   std::vector<std::string> faults;
   bool transfers = false;
   std::string backend = "loopback";
-  int ranks = 0;  // loopback ranks
+  int ranks = 0;     // loopback ranks
+  bool root = true;  // this process prints (rank 0 under --backend mpi)
 };
 
 // --backend mpi: the learner runs with one MPI process per communicator rank (server on rank 0,
@@ -298,6 +300,7 @@ struct BackendScope {
     a.cfg.learn = zs::on_communicator(*comm);
     if (comm->rank() != 0 && !std::freopen("/dev/null", "w", stdout)) std::perror("freopen");
     if (comm->rank() != 0) a.out.clear();
+    a.root = comm->rank() == 0;
 #else
     ZEN_THROW(zen::Result::Unsupported, "--backend mpi: zen_orbit was built without MPI (ZEN_WITH_MPI=OFF)");
 #endif
@@ -380,13 +383,23 @@ void write_outputs(const FlArgs& a, const std::vector<zs::RunResult>& runs, cons
   std::printf("wrote %s/*.csv and %s/accuracy.png\n", a.out.c_str(), a.out.c_str());
 }
 
+// Progress on stderr (terminal only; tools/common/progress.hpp): one step per run, phases named.
+void attach_progress(FlArgs& a, zen::tools::Progress& p) {
+  a.cfg.on_phase = [&p](const std::string& what) { p.update(p.done(), what); };
+}
+
 int cmd_fl(FlArgs& a) {
   BackendScope backend(a);
   const auto t0 = std::chrono::steady_clock::now();
+  const auto schemes = split_list(a.schemes);
+  zen::tools::Progress progress("zen_orbit fl", schemes.size(), a.root);
+  attach_progress(a, progress);
   zs::Experiment ex(finish_config(a));
   std::vector<zs::RunResult> runs;
-  for (const std::string& scheme : split_list(a.schemes)) {
+  for (const std::string& scheme : schemes) {
     runs.push_back(ex.run(scheme, a.cfg.preset));
+    progress.step(scheme + " done");
+    progress.finish();
     std::printf("%s\n", runs.back().summary().c_str());
     std::fflush(stdout);
   }
@@ -399,10 +412,12 @@ int cmd_fl(FlArgs& a) {
 int cmd_compare(FlArgs& a) {
   BackendScope backend(a);
   const auto t0 = std::chrono::steady_clock::now();
-  zs::Experiment ex(finish_config(a));
-  std::vector<zs::RunResult> runs;
   const auto schemes = split_list(a.schemes);
   ZEN_ENFORCE(schemes.size() >= 2, "compare needs at least two schemes, got '" + a.schemes + "'");
+  zen::tools::Progress progress("zen_orbit compare", schemes.size() * split_list(a.presets).size(), a.root);
+  attach_progress(a, progress);
+  zs::Experiment ex(finish_config(a));
+  std::vector<zs::RunResult> runs;
   std::printf("scenario %s: %d satellites in %d planes, server(s):", ex.scenario().name.c_str(),
               ex.scenario().num_satellites(), ex.scenario().planes);
   for (const auto& s : ex.scenario().servers) std::printf(" %s", s.name.c_str());
@@ -413,6 +428,8 @@ int cmd_compare(FlArgs& a) {
     const std::size_t first = runs.size();
     for (const std::string& scheme : schemes) {
       runs.push_back(ex.run(scheme, preset));
+      progress.step(scheme + " " + preset + " done");
+      progress.finish();
       std::printf("%s\n", runs.back().summary().c_str());
       std::fflush(stdout);
     }

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/progress.hpp"
 #include "zen/error.hpp"
 #include "zen/trace/generators.hpp"
 #include "zen/trace/stats.hpp"
@@ -127,6 +128,12 @@ int main(int argc, char** argv) {
 
   try {
     const auto t0 = std::chrono::steady_clock::now();
+    zen::tools::Progress progress("zen_trace", 0);
+    const auto show = [&progress](int done, int total) {
+      progress.set_total(static_cast<uint64_t>(total));
+      progress.update(static_cast<uint64_t>(done), "iterations");
+    };
+    cc.on_iteration = sc.on_iteration = tc.on_iteration = show;
     if (*corpus) {
       cc.shuffle = !no_shuffle;
       cc.dtype = cdtype;
@@ -134,13 +141,16 @@ int main(int argc, char** argv) {
       std::cout << "corpus: " << text << ": " << c.sentences.size() << " sentences, " << c.tokens << " tokens, vocab "
                 << c.vocab.size() << " (loaded in " << seconds_since(t0) << " s)\n";
       const TraceMeta m = generate_corpus(c, cc, out, fs::path(text).filename().string());
+      progress.finish();
       report("corpus", m, out, seconds_since(t0));
     } else if (*syn) {
       const TraceMeta m = generate_synthetic(sc, sout);
+      progress.finish();
       report("synthetic", m, sout, seconds_since(t0));
     } else if (*topk) {
       tc.residual = !no_residual;
       const TraceMeta m = generate_topk(tc, tout);
+      progress.finish();
       report("topk", m, tout, seconds_since(t0));
     } else if (*val) {
       const TraceMeta m = read_meta(vdir);

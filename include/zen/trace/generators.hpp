@@ -6,6 +6,7 @@
 // is exact in f32/f64 and sums over up to 16 ranks (|sum| <= 128) are exact in f16 and bf16 (whose
 // final rounding of an integer <= 256 in magnitude is exact). The top-k generator emits other
 // integers (see generate_topk).
+#include <functional>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,6 +44,9 @@ enum class SentenceSplit { Lines, Punctuation };
 /// (the last row). Throws when the file cannot be read or holds no tokens.
 Corpus load_corpus(const std::string& path, SentenceSplit split = SentenceSplit::Lines, int64_t max_vocab = 0);
 
+/// Called after each generated iteration with (iterations done, total); tools show progress with it.
+using IterationCallback = std::function<void(int, int)>;
+
 struct CorpusConfig {
   int ranks = 16;          ///< n
   int batch = 256;         ///< B sentences per rank per iteration
@@ -56,6 +60,7 @@ struct CorpusConfig {
   /// (a row repeats once per occurrence; each occurrence has its own values). Else one row per
   /// distinct token of the batch.
   bool occurrences = false;
+  IterationCallback on_iteration;  ///< progress (optional)
 };
 
 /// Rank r at iteration t takes the B sentences at positions (t*n + r)*B + j, j < B, of the
@@ -77,6 +82,7 @@ struct SyntheticConfig {
   double zipf = 0.0;       ///< Zipf exponent s: index i is drawn with weight (i+1)^-s (0 = uniform)
   DType dtype = DType::F32;
   uint64_t seed = 1;
+  IterationCallback on_iteration;  ///< progress (optional)
 };
 
 /// Realization of gamma: each iteration draws U = k*(f + n*(1-f)) distinct indices from [0, N) by
@@ -102,6 +108,7 @@ struct TopkConfig {
   uint64_t seed = 1;
   std::string dense_dir;    ///< if set, read dense gradients `DIR/r<r>_t<t>.f32` (N little-endian f32 each)
                             ///< instead of synthesizing them
+  IterationCallback on_iteration;  ///< progress (optional)
 };
 
 /// Dense gradient of rank r at iteration t, synthetic: g_i = round(8 * a_i * (rho*z_t,i + sqrt(1-rho^2)*e_r,t,i))

@@ -126,9 +126,11 @@ RunResult Experiment::run(const std::string& scheme, const std::string& preset) 
   r.preset = preset;
   r.rounds = cfg_.rounds > 0 ? cfg_.rounds : (cfg_.target_acc > 0 ? cfg_.max_rounds : 20);
   auto t0 = std::chrono::steady_clock::now();
+  if (cfg_.on_phase) cfg_.on_phase(scheme + " " + preset + ": contact plan and schedule");
   r.schedule = schedule(scheme, preset, r.rounds, &r.horizon_s);
   r.sim_wall_s = seconds_since(t0);
   t0 = std::chrono::steady_clock::now();
+  if (cfg_.on_phase) cfg_.on_phase(scheme + " " + preset + ": learning (" + std::to_string(r.schedule.updates.size()) + " global updates)");
   ZEN_ENFORCE(static_cast<bool>(cfg_.learn),
               "Experiment: ExperimentConfig::learn is not set (on_communicator(comm) or loopback_runner(ranks))");
   r.learn = cfg_.learn(r.schedule, *fed_, test_);

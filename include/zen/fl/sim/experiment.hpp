@@ -2,6 +2,7 @@
 // End-to-end runs of the orbit-aware FL schemes: scenario -> contact plan -> timing schedule ->
 // learner (real Fashion-MNIST training through the loopback communicator) -> CSV / plot / summary.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,7 @@ struct ExperimentConfig {
   double staleness_exponent = 0.5;
   double initial_days = 1.0;      ///< first prediction horizon (doubled until the schedule fits)
   LearnRunner learn;              ///< runs the learner (required): on_communicator(comm), loopback_runner(ranks), ...
+  std::function<void(const std::string&)> on_phase;  ///< progress: called as each phase of a run starts (optional)
   unsigned threads = 0;           ///< window prediction threads
 };
 
