@@ -16,16 +16,16 @@ install(TARGETS ${zen_fl_targets} EXPORT zenFlTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT zenFlTargets NAMESPACE zen:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/zen)
-# Components cuda and nccl: the device path, as built.
+# Components cuda and nccl: the device path, as built. It is part of the main export set, since
+# libzen.so and libzen.a carry it (the C API reaches it).
 if(TARGET zen_cuda)
   set(zen_cuda_targets zen_cuda)
   if(TARGET zen_nccl_imported)
     list(APPEND zen_cuda_targets zen_nccl_imported)
   endif()
-  install(TARGETS ${zen_cuda_targets} EXPORT zenCudaTargets
+  install(TARGETS ${zen_cuda_targets} EXPORT zenTargets
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
     INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-  install(EXPORT zenCudaTargets NAMESPACE zen:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/zen)
   set(ZEN_PKG_CUDA ON)
 else()
   set(ZEN_PKG_CUDA OFF)

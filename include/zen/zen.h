@@ -84,6 +84,10 @@ typedef struct {
   double auto_message_s;     /**< model overhead per message, seconds (default 1e-6) */
   double auto_bytes_per_s;   /**< model per-rank bandwidth, bytes/s (default 25e9/8) */
   double auto_entry_s;       /**< model compute per row touched, seconds (default 0) */
+  /* Device plans (a device communicator; CUDA builds). */
+  uint64_t device_max_nnz;   /**< largest local nnz (rows) per call (0: every row) */
+  uint64_t device_recv_capacity; /**< most entries a rank may receive in the push (0: ranks * max_nnz) */
+  uint64_t device_pull_rows; /**< largest result support of an owner, in rows (0: min(rows, ranks * max_nnz)) */
 } zenOptions_t;
 
 const char* zenGetErrorString(zenResult_t result);
@@ -109,6 +113,25 @@ zenResult_t zenCommSetTimeout(zenComm_t comm, int milliseconds);
 /** Bytes this rank sent and received since the communicator was created. */
 zenResult_t zenCommTraffic(zenComm_t comm, uint64_t* sent, uint64_t* recv);
 
+/* GPU path (CUDA builds; otherwise these return zenUnsupported). Device communicators take device
+ * buffers and order every operation on their stream (zenCommSetStream, a cudaStream_t; NULL = the
+ * legacy default stream); calls return once the work is enqueued. */
+/** n device communicators of one process on CUDA device `device` (ranks are threads, one stream each). */
+zenResult_t zenCommInitDeviceLoopback(zenComm_t* comms, int n, int device);
+/** NCCL: rank 0 creates the id (zenNcclGetUniqueId) and sends it to the others out of band. */
+typedef struct {
+  char internal[128];
+} zenNcclUniqueId;
+zenResult_t zenNcclGetUniqueId(zenNcclUniqueId* id);
+/** ncclCommInitRank on the current CUDA device; the communicator owns the NCCL communicator. */
+zenResult_t zenCommInitNccl(zenComm_t* comm, const zenNcclUniqueId* id, int nranks, int rank);
+/** Wrap the caller's ncclComm_t (passed as a pointer to it); not owned. */
+zenResult_t zenCommInitNcclWrap(zenComm_t* comm, const void* nccl_comm);
+/** ncclCommSplit (collective over `comm`): ranks with equal color form *out, ordered by key. */
+zenResult_t zenCommSplitNccl(zenComm_t* out, zenComm_t comm, int color, int key);
+/** The stream the device communicator orders its work on (a cudaStream_t). Host communicators ignore it. */
+zenResult_t zenCommSetStream(zenComm_t comm, void* stream);
+
 /** Collective (all ranks of `comm`): set up `scheme` ("balanced", "dense", "dense_native",
  *  "allgather", "sparcml", "omnireduce", "sparse_ps", "auto": chosen by zen's cost model and by
  *  measuring the close candidates, the same on every rank; "hierarchical" or "hier_<scheme>": the
@@ -124,6 +147,13 @@ zenResult_t zenSparseAllreduceDense(zenSparseAllreduce_t op, size_t nnz, const v
  *  zenSparseAllreduceResult (indices ascending, int64; values nnz*row_width of dtype). */
 zenResult_t zenSparseAllreduceSparse(zenSparseAllreduce_t op, size_t nnz, const void* indices, zenIndexType_t itype,
                                      const void* values, size_t* out_nnz);
+/** Sum dense gradients (n_elems values each; a row is an input entry iff one of its values is not 0)
+ *  into dense_out. Host plans scan for the non-zero rows; device plans (balanced, hierarchical) take
+ *  device buffers and run it on the stream. */
+zenResult_t zenSparseAllreduceDenseFromDense(zenSparseAllreduce_t op, const void* grad, void* dense_out);
+/** Wait for a device plan's enqueued work (with the communicator's timeout) and report device-side
+ *  errors; a no-op for host plans. */
+zenResult_t zenSparseAllreduceSynchronize(zenSparseAllreduce_t op);
 /** Copy the last sparse result into caller memory (out_nnz rows and out_nnz*row_width values). */
 zenResult_t zenSparseAllreduceResult(zenSparseAllreduce_t op, int64_t* indices, void* values);
 /** Row count of the last sparse result (e.g. after a non-blocking SparseStart completed). */

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <sstream>
+#include <tuple>
 #include <string>
 #include <utility>
 
@@ -16,13 +17,34 @@
 #ifdef ZEN_HAVE_MPI
 #include "zen/comm/mpi.hpp"
 #endif
+#ifdef ZEN_HAVE_CUDA
+#include "zen/cuda/balanced.hpp"
+#include "zen/cuda/comm.hpp"
+#include "zen/cuda/hierarchical.hpp"
+#endif
 
 struct zenComm {
   std::unique_ptr<zen::Communicator> comm;
 };
 struct zenSparseAllreduce {
-  std::unique_ptr<zen::SparseAllreduce> op;
+  zen::Communicator* comm = nullptr;  // the plan's (world) communicator
+  zen::TensorSpec spec;
+  std::unique_ptr<zen::SparseAllreduce> op;  // host plans
   zen::SparseTensor result;
+  std::vector<int64_t> dd_idx;   // DenseFromDense on host plans: the non-zero rows (kept: no allocation
+  std::vector<uint8_t> dd_vals;  // in steady state)
+#ifdef ZEN_HAVE_CUDA
+  std::unique_ptr<zen::cuda::DeviceBalanced> dev;        // device plans: scheme "balanced"
+  std::unique_ptr<zen::cuda::DeviceHierarchical> devh;   // device plans: scheme "hierarchical"
+#endif
+  bool device() const { return !op; }
+  zen::SparseAllreduce& host(const char* fn) {
+    if (!op)
+      ZEN_THROW(zen::Result::Unsupported, std::string(fn) + ": rank " + std::to_string(comm->rank()) +
+                                              ": a device plan supports zenSparseAllreduceDense and DenseFromDense "
+                                              "(stream-ordered; zenSparseAllreduceSynchronize waits)");
+    return *op;
+  }
 };
 struct zenRequest {
   zen::Request req;
@@ -61,12 +83,13 @@ zenResult_t guard_collective(zen::Communicator* comm, F&& f) {
 #define ZEN_C_NOT_NULL(p) \
   if (!(p)) ZEN_THROW(zen::Result::InvalidArgument, std::string(__func__) + ": argument '" #p "' is NULL")
 
-zen::SparseView make_view(const zen::SparseAllreduce& op, size_t nnz, const void* indices, zenIndexType_t itype,
+zen::SparseView make_view(const zenSparseAllreduce& op, size_t nnz, const void* indices, zenIndexType_t itype,
                           const void* values) {
   zen::SparseView v;
-  v.dense_len = op.spec().dense_len;
-  v.row_width = op.spec().row_width;
-  v.dtype = op.spec().dtype;
+  v.dense_len = op.spec.dense_len;
+  v.row_width = op.spec.row_width;
+  v.dtype = op.spec.dtype;
+  v.space = op.comm->memory_space();
   v.nnz = nnz;
   v.indices = indices;
   v.values = values;
@@ -168,6 +191,43 @@ zen::SchemeOptions to_scheme_options(const zenOptions_t& c) {
   o.autotune.entry_s = c.auto_entry_s;
   return o;
 }
+const zen::SyncReport& report_of(zenSparseAllreduce& op) {
+#ifdef ZEN_HAVE_CUDA
+  if (op.dev) return op.dev->report();
+  if (op.devh) return op.devh->report();
+#endif
+  return op.host("zenSparseAllreduceLastStats").report();
+}
+
+// Device plans (the communicator's memory space is Device): DeviceBalanced ("balanced") or
+// DeviceHierarchical ("hierarchical", over opts->intra / opts->inter device communicators).
+void create_device_plan(zenSparseAllreduce& plan, const std::string& name, const zenOptions_t& c,
+                        const zen::SchemeOptions& o) {
+  const std::string where = "zenSparseAllreduceCreate: rank " + std::to_string(plan.comm->rank()) + " (" +
+                            plan.comm->backend_name() + "): ";
+  ZEN_ENFORCE(!c.average && !c.accumulate, where + "average/accumulate are host-plan options");
+#ifdef ZEN_HAVE_CUDA
+  zen::cuda::DeviceBalancedLimits lim;
+  lim.max_nnz = static_cast<size_t>(c.device_max_nnz);
+  lim.recv_capacity = static_cast<size_t>(c.device_recv_capacity);
+  lim.pull_rows = static_cast<size_t>(c.device_pull_rows);
+  if (name == "balanced") {
+    if (lim.max_nnz == 0) lim.max_nnz = static_cast<size_t>(plan.spec.dense_len / plan.spec.row_width);
+    plan.dev = std::make_unique<zen::cuda::DeviceBalanced>(*plan.comm, plan.spec, o, lim);
+  } else if (name == "hierarchical" || name == "hier_balanced") {
+    ZEN_ENFORCE(c.intra && c.inter, where + "the device hierarchical plan needs opts->intra and opts->inter "
+                                            "(device communicators of the node and of the local index)");
+    plan.devh = std::make_unique<zen::cuda::DeviceHierarchical>(*c.intra->comm, *c.inter->comm, plan.spec, o, lim);
+  } else {
+    ZEN_THROW(zen::Result::Unsupported, where + "scheme '" + name +
+                                            "' has no device implementation (device: balanced, hierarchical)");
+  }
+#else
+  (void)name;
+  (void)o;
+  ZEN_THROW(zen::Result::Unsupported, where + "zen was built without CUDA");
+#endif
+}
 }  // namespace
 
 extern "C" {
@@ -239,6 +299,117 @@ zenResult_t zenOptionsInit(zenOptions_t* opts) {
   });
 }
 
+#ifdef ZEN_HAVE_CUDA
+#define ZEN_C_CUDA(...) __VA_ARGS__
+#else
+#define ZEN_C_CUDA(...) ZEN_THROW(zen::Result::Unsupported, std::string(__func__) + ": zen was built without CUDA")
+#endif
+
+zenResult_t zenCommInitDeviceLoopback(zenComm_t* comms, int n, int device) {
+  return guard([&] {
+    ZEN_C_NOT_NULL(comms);
+    ZEN_C_CUDA({
+      auto v = zen::cuda::loopback::create(n, device);
+      for (int i = 0; i < n; ++i) comms[i] = new zenComm{std::move(v[static_cast<size_t>(i)])};
+    });
+    (void)n;
+    (void)device;
+  });
+}
+
+zenResult_t zenNcclGetUniqueId(zenNcclUniqueId* id) {
+  return guard([&] {
+    ZEN_C_NOT_NULL(id);
+    ZEN_C_CUDA({
+      const auto u = zen::cuda::nccl::unique_id();
+      static_assert(sizeof(id->internal) == std::tuple_size<zen::cuda::nccl::UniqueId>::value, "NCCL id size");
+      std::memcpy(id->internal, u.data(), u.size());
+    });
+  });
+}
+
+zenResult_t zenCommInitNccl(zenComm_t* comm, const zenNcclUniqueId* id, int nranks, int rank) {
+  return guard([&] {
+    ZEN_C_NOT_NULL(comm);
+    ZEN_C_NOT_NULL(id);
+    ZEN_C_CUDA({
+      zen::cuda::nccl::UniqueId u;
+      std::memcpy(u.data(), id->internal, u.size());
+      *comm = new zenComm{zen::cuda::nccl::create(u, nranks, rank)};
+    });
+    (void)nranks;
+    (void)rank;
+  });
+}
+
+zenResult_t zenCommInitNcclWrap(zenComm_t* comm, const void* nccl_comm) {
+  return guard([&] {
+    ZEN_C_NOT_NULL(comm);
+    ZEN_C_NOT_NULL(nccl_comm);
+    ZEN_C_CUDA(*comm = new zenComm{zen::cuda::nccl::wrap(*static_cast<void* const*>(nccl_comm))});
+  });
+}
+
+zenResult_t zenCommSplitNccl(zenComm_t* out, zenComm_t comm, int color, int key) {
+  return guard([&] {
+    ZEN_C_NOT_NULL(out);
+    ZEN_C_NOT_NULL(comm);
+    ZEN_C_CUDA(*out = new zenComm{zen::cuda::nccl::split(*comm->comm, color, key)});
+    (void)color;
+    (void)key;
+  });
+}
+
+zenResult_t zenCommSetStream(zenComm_t comm, void* stream) {
+  return guard([&] {
+    ZEN_C_NOT_NULL(comm);
+    comm->comm->set_stream(stream);
+  });
+}
+
+zenResult_t zenSparseAllreduceDenseFromDense(zenSparseAllreduce_t op, const void* grad, void* dense_out) {
+  return guard_collective(op ? op->comm : nullptr, [&] {
+    ZEN_C_NOT_NULL(op);
+    if (op->spec.dense_len) {
+      ZEN_C_NOT_NULL(grad);
+      ZEN_C_NOT_NULL(dense_out);
+    }
+#ifdef ZEN_HAVE_CUDA
+    if (op->dev) return op->dev->run_dense_from_dense(grad, dense_out);
+    if (op->devh) return op->devh->run_dense_from_dense(grad, dense_out);
+#endif
+    zen::SparseAllreduce& h = op->host("zenSparseAllreduceDenseFromDense");
+    // The rows holding a value != 0 are the input entries (-0.0 counts as zero, as on the device).
+    const size_t D = op->spec.row_width, es = zen::dtype_size(op->spec.dtype);
+    const uint64_t rows = op->spec.dense_len / D;
+    op->dd_idx.clear();
+    op->dd_vals.clear();
+    zen::dispatch_dtype(op->spec.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T* g = static_cast<const T*>(grad);
+      for (uint64_t r = 0; r < rows; ++r) {
+        bool any = false;
+        for (size_t k = 0; k < D && !any; ++k) any = static_cast<typename zen::accum_of<T>::type>(g[r * D + k]) != 0;
+        if (!any) continue;
+        op->dd_idx.push_back(static_cast<int64_t>(r));
+        const auto* b = reinterpret_cast<const uint8_t*>(g + r * D);
+        op->dd_vals.insert(op->dd_vals.end(), b, b + D * es);
+      }
+    });
+    h.run_dense(make_view(*op, op->dd_idx.size(), op->dd_idx.data(), zenInt64, op->dd_vals.data()), dense_out);
+  });
+}
+
+zenResult_t zenSparseAllreduceSynchronize(zenSparseAllreduce_t op) {
+  return guard_collective(op ? op->comm : nullptr, [&] {
+    ZEN_C_NOT_NULL(op);
+#ifdef ZEN_HAVE_CUDA
+    if (op->dev) op->dev->synchronize();
+    if (op->devh) op->devh->synchronize();
+#endif
+  });
+}
+
 zenResult_t zenSparseAllreduceCreate(zenSparseAllreduce_t* op, zenComm_t comm, const char* scheme, uint64_t n_elems,
                                      uint32_t row_width, zenDataType_t dtype, const zenOptions_t* opts) {
   return guard_collective(comm ? comm->comm.get() : nullptr, [&] {
@@ -251,6 +422,14 @@ zenResult_t zenSparseAllreduceCreate(zenSparseAllreduce_t* op, zenComm_t comm, c
     const zen::TensorSpec spec{n_elems, row_width, static_cast<zen::DType>(dtype)};
     zen::Communicator& world = *comm->comm;
     std::string name = scheme;
+    auto plan = std::make_unique<zenSparseAllreduce>();
+    plan->comm = &world;
+    plan->spec = spec;
+    if (world.memory_space() == zen::MemSpace::Device) {
+      create_device_plan(*plan, name, c, o);
+      *op = plan.release();
+      return;
+    }
     std::unique_ptr<zen::SparseAllreduce> s;
     if (name == "hierarchical" || name.rfind("hier_", 0) == 0) {
       std::string inter = name == "hierarchical" ? (c.inter_scheme ? c.inter_scheme : "balanced") : name.substr(5);
@@ -268,24 +447,33 @@ zenResult_t zenSparseAllreduceCreate(zenSparseAllreduce_t* op, zenComm_t comm, c
     } else {
       s = zen::make_scheme(name, world, spec, o);
     }
-    *op = new zenSparseAllreduce{std::move(s), {}};
+    plan->op = std::move(s);
+    *op = plan.release();
   });
 }
 
 zenResult_t zenSparseAllreduceDense(zenSparseAllreduce_t op, size_t nnz, const void* indices, zenIndexType_t itype,
                                     const void* values, void* dense_out) {
-  return guard_collective(op ? &op->op->comm() : nullptr, [&] {
+  return guard_collective(op ? op->comm : nullptr, [&] {
     ZEN_C_NOT_NULL(op);
-    if (op->op->spec().dense_len) ZEN_C_NOT_NULL(dense_out);
-    op->op->run_dense(make_view(*op->op, nnz, indices, itype, values), dense_out);
+    if (op->spec.dense_len) ZEN_C_NOT_NULL(dense_out);
+    const zen::SparseView v = make_view(*op, nnz, indices, itype, values);
+#ifdef ZEN_HAVE_CUDA
+    if (op->dev) return op->dev->run_dense(v, dense_out);
+    if (op->devh)
+      ZEN_THROW(zen::Result::Unsupported, "zenSparseAllreduceDense: rank " + std::to_string(op->comm->rank()) +
+                                              ": the device hierarchical plan takes dense gradients "
+                                              "(zenSparseAllreduceDenseFromDense)");
+#endif
+    op->host("zenSparseAllreduceDense").run_dense(v, dense_out);
   });
 }
 
 zenResult_t zenSparseAllreduceSparse(zenSparseAllreduce_t op, size_t nnz, const void* indices, zenIndexType_t itype,
                                      const void* values, size_t* out_nnz) {
-  return guard_collective(op ? &op->op->comm() : nullptr, [&] {
+  return guard_collective(op ? op->comm : nullptr, [&] {
     ZEN_C_NOT_NULL(op);
-    op->op->run(make_view(*op->op, nnz, indices, itype, values), op->result);
+    op->host("zenSparseAllreduceSparse").run(make_view(*op, nnz, indices, itype, values), op->result);
     if (out_nnz) *out_nnz = op->result.nnz();
   });
 }
@@ -314,8 +502,8 @@ zenResult_t zenSparseAllreduceSparseBound(zenSparseAllreduce_t op, size_t max_nn
   return guard([&] {
     ZEN_C_NOT_NULL(op);
     ZEN_C_NOT_NULL(max_out_nnz);
-    const uint64_t rows = op->op->spec().dense_len / op->op->spec().row_width;
-    const uint64_t n = static_cast<uint64_t>(op->op->comm().size());
+    const uint64_t rows = op->spec.dense_len / op->spec.row_width;
+    const uint64_t n = static_cast<uint64_t>((*op->comm).size());
     const uint64_t m = static_cast<uint64_t>(max_nnz);
     *max_out_nnz = static_cast<size_t>(m != 0 && n > rows / m ? rows : std::min<uint64_t>(rows, n * m));
   });
@@ -324,13 +512,13 @@ zenResult_t zenSparseAllreduceSparseBound(zenSparseAllreduce_t op, size_t max_nn
 zenResult_t zenSparseAllreduceSparseInto(zenSparseAllreduce_t op, size_t nnz, const void* indices,
                                          zenIndexType_t itype, const void* values, int64_t* out_indices,
                                          void* out_values, size_t capacity, size_t* out_nnz) {
-  const zenResult_t r = guard_collective(op ? &op->op->comm() : nullptr, [&] {
+  const zenResult_t r = guard_collective(op ? op->comm : nullptr, [&] {
     ZEN_C_NOT_NULL(op);
     if (capacity) {
       ZEN_C_NOT_NULL(out_indices);
       ZEN_C_NOT_NULL(out_values);
     }
-    op->op->run(make_view(*op->op, nnz, indices, itype, values), op->result);
+    op->host("zenSparseAllreduceSparseInto").run(make_view(*op, nnz, indices, itype, values), op->result);
   });
   if (r != zenSuccess) return r;
   // The result is identical on every rank, so is this check: no rank needs to be told.
@@ -339,7 +527,7 @@ zenResult_t zenSparseAllreduceSparseInto(zenSparseAllreduce_t op, size_t nnz, co
     if (out_nnz) *out_nnz = got;
     if (got > capacity)
       ZEN_THROW(zen::Result::InvalidArgument,
-                "zenSparseAllreduceSparseInto: rank " + std::to_string(op->op->comm().rank()) + ": the result has " +
+                "zenSparseAllreduceSparseInto: rank " + std::to_string((*op->comm).rank()) + ": the result has " +
                     std::to_string(got) + " rows but the buffers hold " + std::to_string(capacity) +
                     " (size them with zenSparseAllreduceSparseBound; the result is kept, zenSparseAllreduceResult copies it)");
     if (got) {
@@ -351,21 +539,21 @@ zenResult_t zenSparseAllreduceSparseInto(zenSparseAllreduce_t op, size_t nnz, co
 
 zenResult_t zenSparseAllreduceDenseStart(zenSparseAllreduce_t op, size_t nnz, const void* indices, zenIndexType_t itype,
                                          const void* values, void* dense_out, zenRequest_t* req) {
-  return guard_collective(op ? &op->op->comm() : nullptr, [&] {
+  return guard_collective(op ? op->comm : nullptr, [&] {
     ZEN_C_NOT_NULL(op);
     ZEN_C_NOT_NULL(req);
-    if (op->op->spec().dense_len) ZEN_C_NOT_NULL(dense_out);
-    auto q = op->op->start_dense(make_view(*op->op, nnz, indices, itype, values), dense_out);
+    if (op->spec.dense_len) ZEN_C_NOT_NULL(dense_out);
+    auto q = op->host("zenSparseAllreduceDenseStart").start_dense(make_view(*op, nnz, indices, itype, values), dense_out);
     *req = new zenRequest{std::move(q)};
   });
 }
 
 zenResult_t zenSparseAllreduceSparseStart(zenSparseAllreduce_t op, size_t nnz, const void* indices, zenIndexType_t itype,
                                           const void* values, zenRequest_t* req) {
-  return guard_collective(op ? &op->op->comm() : nullptr, [&] {
+  return guard_collective(op ? op->comm : nullptr, [&] {
     ZEN_C_NOT_NULL(op);
     ZEN_C_NOT_NULL(req);
-    auto q = op->op->start(make_view(*op->op, nnz, indices, itype, values), op->result);
+    auto q = op->host("zenSparseAllreduceSparseStart").start(make_view(*op, nnz, indices, itype, values), op->result);
     *req = new zenRequest{std::move(q)};
   });
 }
@@ -400,7 +588,7 @@ zenResult_t zenRequestTest(zenRequest_t* req, int* done) {
 zenResult_t zenSparseAllreduceLastStats(zenSparseAllreduce_t op, uint64_t* sent, uint64_t* recv, double* seconds) {
   return guard([&] {
     ZEN_C_NOT_NULL(op);
-    const auto& r = op->op->report();
+    const auto& r = report_of(*op);
     if (sent) *sent = r.sent;
     if (recv) *recv = r.recv;
     if (seconds) *seconds = r.seconds;
@@ -410,7 +598,7 @@ zenResult_t zenSparseAllreduceLastStats(zenSparseAllreduce_t op, uint64_t* sent,
 zenResult_t zenSparseAllreduceLastScheme(zenSparseAllreduce_t op, const char** scheme, const char** decision) {
   return guard([&] {
     ZEN_C_NOT_NULL(op);
-    const auto& r = op->op->report();
+    const auto& r = report_of(*op);
     if (scheme) *scheme = r.scheme.c_str();
     if (decision) *decision = r.decision.c_str();
   });
@@ -420,8 +608,12 @@ zenResult_t zenSparseAllreduceDestroy(zenSparseAllreduce_t op) {
   return guard([&] {
     if (!op) return;
     // Pending non-blocking calls (of this plan or earlier ones on the communicator) finish first.
-    zen::Communicator& c = op->op->comm();
+    zen::Communicator& c = *op->comm;
     if (c.progress_busy()) zen::detail::wait_state(*c.progress().submit([] {}));
+#ifdef ZEN_HAVE_CUDA
+    if (op->dev) op->dev->synchronize();
+    if (op->devh) op->devh->synchronize();
+#endif
     delete op;
   });
 }

@@ -118,6 +118,15 @@ static void* run_rank(void* arg) {
   /* Blocking dense and sparse; the plan is reused for every call below. */
   CHECK(zenSparseAllreduceDense(op, NNZ, idx, zenInt64, val, got) == zenSuccess, "dense");
   check_dense("dense", j, got, want);
+  /* The same input as a dense gradient (duplicates summed): its non-zero rows are the entries. */
+  float grad[NE];
+  memset(grad, 0, sizeof grad);
+  for (int i = 0; i < NNZ; ++i)
+    for (int c = 0; c < D; ++c) grad[idx[i] * D + c] += val[i * D + c];
+  memset(got, 0xFF, sizeof got);
+  CHECK(zenSparseAllreduceDenseFromDense(op, grad, got) == zenSuccess, "dense from dense");
+  check_dense("dense from dense", j, got, want);
+  CHECK(zenSparseAllreduceSynchronize(op) == zenSuccess, "synchronize (host plan: no-op)");
   size_t k = 0;
   CHECK(zenSparseAllreduceSparse(op, NNZ, idx, zenInt64, val, &k) == zenSuccess, "sparse");
   CHECK(k == (size_t)rows, "sparse rows %zu, want %d", k, rows);
@@ -271,6 +280,19 @@ static void options_versioning(void) {
   CHECK(strcmp(zenGetVersionString(), ZEN_VERSION_STRING) == 0, "version string");
   size_t b;
   CHECK(zenSparseAllreduceSparseBound(NULL, 1, &b) == zenInvalidArgument, "bound NULL op");
+  zenComm_t dc[2];
+  zenResult_t rc = zenCommInitDeviceLoopback(dc, 2, 0);
+#ifndef ZEN_HAVE_CUDA
+  /* The GPU entry points exist in every build and say why they cannot run. */
+  CHECK(rc == zenUnsupported && strstr(zenGetLastError(), "without CUDA") != NULL, "device loopback rc %d", (int)rc);
+  zenNcclUniqueId id;
+  CHECK(zenNcclGetUniqueId(&id) == zenUnsupported, "nccl id");
+#else
+  if (rc == zenSuccess) {
+    zenCommDestroy(dc[0]);
+    zenCommDestroy(dc[1]);
+  }
+#endif
 }
 
 int main(void) {

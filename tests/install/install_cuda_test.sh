@@ -12,7 +12,7 @@ targets+=(zen_mpi)  # the test exists only in MPI-enabled builds
 cmake --build "$build" --target help 2>/dev/null | grep -q "zen_gpu_bench" && targets+=(zen_gpu_bench)  # installed too
 cmake --build "$build" --target "${targets[@]}" >"$tmp/build.log" 2>&1 || { tail -30 "$tmp/build.log"; exit 1; }
 cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; exit 1; }
-[ -e "$tmp/prefix/lib/cmake/zen/zenCudaTargets.cmake" ] || { echo "FAIL: zenCudaTargets.cmake not installed"; exit 1; }
+grep -q "zen::cuda" "$tmp/prefix/lib/cmake/zen/zenTargets.cmake" || { echo "FAIL: zen::cuda not exported"; exit 1; }
 [ -e "$tmp/prefix/include/zen/cuda/runtime.hpp" ] || { echo "FAIL: zen/cuda headers not installed"; exit 1; }
 if ! cmake -S "$src/tests/install/consumer_cuda" -B "$tmp/c" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
      -DCUDAToolkit_ROOT=/usr/local/cuda >"$tmp/c.log" 2>&1 || ! cmake --build "$tmp/c" >>"$tmp/c.log" 2>&1; then
