@@ -51,3 +51,23 @@ if(ZEN_CUDA_ENABLED AND ZEN_WITH_NCCL)
     message(WARNING "zen: NCCL not found (looked in the CUDA toolkit and NCCL_HOME); NCCL backend disabled")
   endif()
 endif()
+
+# LibTorch (Debian libtorch-dev) for the optional adapter zen::torch and examples/train_embedding;
+# the c10d Gloo process group (the peer DDP uses) also needs Debian's libgloo-dev headers. Off in
+# sanitizer builds (LibTorch is not instrumented). The core never needs it.
+set(ZEN_TORCH_ENABLED OFF)
+set(ZEN_TORCH_GLOO OFF)
+if(NOT ZEN_WITH_TORCH STREQUAL "OFF" AND NOT ZEN_SANITIZE)
+  find_package(Torch QUIET)
+  if(Torch_FOUND OR TORCH_FOUND)
+    set(ZEN_TORCH_ENABLED ON)
+    find_path(ZEN_GLOO_INCLUDE_DIR gloo/context.h)
+    if(ZEN_GLOO_INCLUDE_DIR)
+      set(ZEN_TORCH_GLOO ON)
+    else()
+      message(WARNING "zen: gloo headers not found (Debian libgloo-dev); train_embedding is built without --sync gloo")
+    endif()
+  elseif(ZEN_WITH_TORCH STREQUAL "ON")
+    message(FATAL_ERROR "zen: ZEN_WITH_TORCH=ON but find_package(Torch) failed (Debian: libtorch-dev)")
+  endif()
+endif()

@@ -1,0 +1,193 @@
+// The LibTorch adapter on real nn::Embedding(sparse=true) gradients, n = 1..8 loopback ranks, every
+// scheme: GradSync gives every rank the average (or sum) of all ranks' gradients, exactly (integer-
+// valued gradients; averages compared with the same division), sparse or dense output, unused
+// parameters, dense parameters in buckets; bad inputs fail on every rank naming the parameter.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "zen/comm/loopback.hpp"
+#include "zen/torch.hpp"
+
+using namespace zen;
+using zen::libtorch::GradSync;
+using zen::libtorch::GradSyncOptions;
+
+namespace {
+
+constexpr int64_t kV = 101;  // rows, not divisible by 2..8
+constexpr int64_t kD = 3;
+
+struct Net : ::torch::nn::Module {
+  ::torch::nn::Embedding emb{nullptr}, unused{nullptr};
+  ::torch::nn::Linear head{nullptr};
+  Net() {
+    emb = register_module("emb", ::torch::nn::Embedding(::torch::nn::EmbeddingOptions(kV, kD).sparse(true)));
+    unused = register_module("unused", ::torch::nn::Embedding(::torch::nn::EmbeddingOptions(17, 2).sparse(true)));
+    head = register_module("head", ::torch::nn::Linear(kD, 2));
+  }
+};
+
+// Rank r's batch: indices with duplicates, 0 and V-1 included; weights are small integers.
+at::Tensor batch(int r, int64_t len) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < len; ++i) v.push_back((i * 7 + r * 13) % kV);
+  v.push_back(0);
+  v.push_back(kV - 1);
+  v.push_back(v.front());
+  return ::torch::tensor(v, ::torch::kLong);
+}
+at::Tensor weights(int r, int64_t len) {
+  return (::torch::arange(len * kD).reshape({len, kD}).remainder(5) - 2 + r % 3).to(::torch::kFloat);
+}
+
+// One rank's backward: loss = sum(emb(idx) * w) + sum(head(emb(idx)))*0 + unused only on odd ranks.
+void backward(Net& net, int r) {
+  net.zero_grad();
+  const at::Tensor idx = batch(r, 20 + r);
+  const at::Tensor e = net.emb->forward(idx);
+  at::Tensor loss = (e * weights(r, idx.size(0))).sum() + net.head->forward(e.detach()).sum();
+  if (r % 2 == 1) loss = loss + net.unused->forward(::torch::tensor({int64_t{r % 17}}, ::torch::kLong)).sum();
+  loss.backward();
+}
+
+std::vector<std::string> schemes() {
+  auto v = scheme_names();
+  v.push_back("auto");
+  return v;
+}
+
+class TorchAdapter : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(TorchAdapter, GradSyncEqualsTheAverageOfAllRanks) {
+  const auto& [scheme, n] = GetParam();
+  // Reference: every rank's gradient, computed here on identical models.
+  ::torch::manual_seed(3);
+  Net ref_net;
+  at::Tensor sum_emb = ::torch::zeros({kV, kD}), sum_unused = ::torch::zeros({17, 2});
+  at::Tensor sum_w = ::torch::zeros({2, kD}), sum_b = ::torch::zeros({2});
+  for (int r = 0; r < n; ++r) {
+    backward(ref_net, r);
+    sum_emb += ref_net.emb->weight.grad().to_dense();
+    if (ref_net.unused->weight.grad().defined()) sum_unused += ref_net.unused->weight.grad().to_dense();
+    sum_w += ref_net.head->weight.grad();
+    sum_b += ref_net.head->bias.grad();
+  }
+  for (bool average : {false, true})
+    for (bool dense_output : {false, true}) {
+      std::mutex mu;
+      // Models are built here, one thread: LibTorch's generator is global, threads would race on it.
+      std::vector<std::shared_ptr<Net>> nets;
+      for (int r = 0; r < n; ++r) {
+        ::torch::manual_seed(3);
+        nets.push_back(std::make_shared<Net>());
+      }
+      loopback::run(n, [&](Communicator& c) {
+        Net& net = *nets[static_cast<size_t>(c.rank())];
+        GradSyncOptions o;
+        o.scheme = scheme;
+        o.average = average;
+        o.dense_output = dense_output;
+        o.scheme_options.autotune.trials = 1;
+        GradSync sync(c, net, o);
+        for (int step = 0; step < 2; ++step) {  // plans are reused on the second step
+          backward(net, c.rank());
+          sync.synchronize();
+          const at::Tensor g = net.emb->weight.grad();
+          std::lock_guard<std::mutex> lk(mu);
+          const std::string where = scheme + " n=" + std::to_string(n) + " rank " + std::to_string(c.rank()) +
+                                    (average ? " average" : " sum") + (dense_output ? " dense" : " sparse");
+          ASSERT_EQ(g.is_sparse(), !dense_output) << where;
+          if (!dense_output) EXPECT_TRUE(g.is_coalesced()) << where;
+          const double d = n;
+          const at::Tensor want = average ? sum_emb / d : sum_emb;
+          EXPECT_TRUE(::torch::equal(g.to_dense(), want)) << where << "\n" << (g.to_dense() - want).abs().max();
+          const at::Tensor wu = average ? sum_unused / d : sum_unused;
+          if (n == 1 && step == 0) EXPECT_FALSE(net.unused->weight.grad().defined()) << where << " (unused everywhere)";
+          else if (n > 1) EXPECT_TRUE(::torch::equal(net.unused->weight.grad().to_dense(), wu)) << where << " (unused on even ranks)";
+          EXPECT_TRUE(::torch::allclose(net.head->weight.grad(), average ? sum_w / d : sum_w, 1e-6, 1e-6)) << where;
+          EXPECT_TRUE(::torch::allclose(net.head->bias.grad(), average ? sum_b / d : sum_b, 1e-6, 1e-6)) << where;
+          // With dense output the gradients stay dense (backward accumulates into them) from the
+          // second step on, and go through the dense buckets.
+          if (!dense_output || step == 0) {
+            EXPECT_EQ(sync.last().sparse_tensors, n > 1 ? 2 : 1) << where;
+            EXPECT_EQ(sync.last().dense_tensors, 2) << where;
+          }
+          EXPECT_EQ(sync.last().dense_buckets, 1) << where;  // one bucket of f32 for all dense gradients
+        }
+      });
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, TorchAdapter, ::testing::Combine(::testing::ValuesIn(schemes()), ::testing::Range(1, 9)),
+                         [](const auto& i) { return std::get<0>(i.param) + "_n" + std::to_string(std::get<1>(i.param)); });
+
+// Every rank gets an error naming the parameter (no hang, no crash).
+template <typename F>
+void expect_error_everywhere(int n, F&& body, const std::string& must_contain) {
+  std::atomic<int> errors{0}, named{0};
+  loopback::run(n, [&](Communicator& c) {
+    c.set_timeout(std::chrono::milliseconds(60000));  // errors must arrive at once, not by timeout
+    try {
+      body(c);
+    } catch (const Error& e) {
+      ++errors;
+      if (std::string(e.what()).find(must_contain) != std::string::npos) ++named;
+    }
+  });
+  EXPECT_EQ(errors.load(), n);
+  EXPECT_GE(named.load(), 1) << "no message names '" << must_contain << "'";
+}
+
+TEST(TorchAdapterErrors, MismatchedShapesAcrossRanks) {
+  expect_error_everywhere(3, [](Communicator& c) {
+    ::torch::nn::Embedding e(::torch::nn::EmbeddingOptions(c.rank() == 1 ? 11 : 10, 4).sparse(true));
+    e->forward(::torch::tensor({int64_t{1}}, ::torch::kLong)).sum().backward();
+    GradSync s(c, *e);
+    s.synchronize();
+  }, "parameter 'weight'");
+}
+
+TEST(TorchAdapterErrors, SparseOnOneRankDenseOnAnother) {
+  expect_error_everywhere(2, [](Communicator& c) {
+    ::torch::nn::Embedding e(::torch::nn::EmbeddingOptions(10, 4).sparse(c.rank() == 0));
+    e->forward(::torch::tensor({int64_t{1}}, ::torch::kLong)).sum().backward();
+    GradSync s(c, *e);
+    s.synchronize();
+  }, "sparse on rank 0 but dense on rank 1");
+}
+
+TEST(TorchAdapterErrors, DenseTensorWhereSparseIsRequiredAndTwoSparseDims) {
+  expect_error_everywhere(2, [](Communicator& c) {
+    auto plan = libtorch::make_plan(c, ::torch::zeros({10, 4}), "balanced");
+    libtorch::allreduce_sparse(*plan, ::torch::zeros({10, 4}), false, "my_grad");
+  }, "my_grad: expected a sparse COO tensor");
+  expect_error_everywhere(2, [](Communicator& c) {
+    auto plan = libtorch::make_plan(c, ::torch::zeros({10, 4}), "balanced");
+    const at::Tensor two = ::torch::ones({10, 4}).to_sparse(2);
+    libtorch::allreduce_sparse(*plan, two, false, "two_dims");
+  }, "sparse_dim is 2");
+  expect_error_everywhere(2, [](Communicator& c) {
+    auto plan = libtorch::make_plan(c, ::torch::zeros({10, 4}), "balanced");
+    libtorch::allreduce_sparse(*plan, ::torch::zeros({10, 4}, ::torch::kInt).to_sparse(1), false, "ints");
+  }, "ints: dtype Int is not supported");
+}
+
+TEST(TorchAdapterErrors, SixteenBitAndDoubleGradients) {
+  for (auto st : {::torch::kDouble, ::torch::kHalf, ::torch::kBFloat16}) {
+    loopback::run(3, [&](Communicator& c) {
+      const at::Tensor idx = ::torch::tensor({int64_t{0}, int64_t{5}, int64_t{5}, int64_t{9}}, ::torch::kLong).reshape({1, 4});
+      const at::Tensor val = (::torch::arange(8).reshape({4, 2}) + c.rank()).to(st);
+      const at::Tensor g = ::torch::sparse_coo_tensor(idx, val, {10, 2});
+      auto plan = libtorch::make_plan(c, ::torch::zeros({10, 2}, ::torch::TensorOptions().dtype(st)), "balanced");
+      const at::Tensor got = libtorch::allreduce_sparse(*plan, g, true, "g");
+      at::Tensor want = ::torch::zeros({10, 2}, ::torch::kDouble);
+      for (int r = 0; r < 3; ++r)
+        want += ::torch::sparse_coo_tensor(idx, (::torch::arange(8).reshape({4, 2}) + r).to(::torch::kDouble), {10, 2}).to_dense();
+      EXPECT_TRUE(::torch::equal(got.to(::torch::kDouble), want)) << c10::toString(st);
+    });
+  }
+}
+
+}  // namespace
