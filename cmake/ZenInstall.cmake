@@ -16,6 +16,12 @@ install(TARGETS ${zen_fl_targets} EXPORT zenFlTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT zenFlTargets NAMESPACE zen:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/zen)
+# Component torch: the LibTorch adapter, where LibTorch was found.
+if(TARGET zen_torch)
+  install(TARGETS zen_torch EXPORT zenTorchTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(EXPORT zenTorchTargets NAMESPACE zen:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/zen)
+endif()
 # Components cuda and nccl: the device path, as built. It is part of the main export set, since
 # libzen.so and libzen.a carry it (the C API reaches it).
 if(TARGET zen_cuda)
@@ -56,7 +62,7 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/zen.pc.in ${PROJECT_BINARY_DIR}/zen.p
 install(FILES ${PROJECT_BINARY_DIR}/zen.pc DESTINATION lib/pkgconfig)
 
 # Tools: executables, never part of the libraries.
-foreach(tool zen_perf zen_model zen_micro zen_trace zen_orbit_cli zen_gpu_bench)
+foreach(tool zen_perf zen_model zen_micro zen_trace zen_orbit_cli zen_gpu_bench train_embedding)
   if(TARGET ${tool})
     install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} OPTIONAL)  # a partial build installs what it built
   endif()

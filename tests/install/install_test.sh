@@ -3,9 +3,9 @@
 # built only against that prefix -- a C++ CMake project (find_package(zen CONFIG) -> zen::zen, and
 # zen::zen_static, and the fl component) and a C program compiled with `pkg-config --cflags --libs zen` -- each run under
 # mpirun at n = 2 and checked (exact sums, version of the headers == version of the library).
-#   install_test.sh BUILD_DIR SOURCE_DIR MPIEXEC
+#   install_test.sh BUILD_DIR SOURCE_DIR MPIEXEC [TORCH_BUILT=ON|OFF]
 set -uo pipefail
-build=$(cd "$1" && pwd) src=$(cd "$2" && pwd) mpiexec=$3
+build=$(cd "$1" && pwd) src=$(cd "$2" && pwd) mpiexec=$3 torch=${4:-OFF}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
@@ -30,11 +30,19 @@ if cmake -S "$src/tests/install/consumer_cpp" -B "$tmp/cpp" -DCMAKE_PREFIX_PATH=
   done
   if ! "$tmp/cpp/consumer_fl" >"$tmp/run.log" 2>&1; then echo "FAIL: consumer_fl:"; cat "$tmp/run.log"; fail=1
   else cat "$tmp/run.log"; fi
-  # A component this build does not have is an error when required.
+  # Component torch: a LibTorch consumer where it was built; elsewhere requiring it is an error.
   mkdir -p "$tmp/torch"
-  printf 'cmake_minimum_required(VERSION 3.16)\nproject(t CXX)\nfind_package(zen CONFIG REQUIRED COMPONENTS torch)\n' \
+  cp "$src/tests/install/consumer_torch.cpp" "$tmp/torch/"
+  printf 'cmake_minimum_required(VERSION 3.16)\nproject(t CXX)\nset(CMAKE_CXX_STANDARD 17)\nfind_package(zen CONFIG REQUIRED COMPONENTS torch)\nadd_executable(consumer_torch consumer_torch.cpp)\ntarget_link_libraries(consumer_torch PRIVATE zen::torch)\n' \
     >"$tmp/torch/CMakeLists.txt"
-  if cmake -S "$tmp/torch" -B "$tmp/torch/b" -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/torch.log" 2>&1; then
+  if [ "$torch" = ON ]; then
+    if cmake -S "$tmp/torch" -B "$tmp/torch/b" -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/torch.log" 2>&1 &&
+       cmake --build "$tmp/torch/b" >>"$tmp/torch.log" 2>&1 && "$tmp/torch/b/consumer_torch" >"$tmp/run.log" 2>&1; then
+      cat "$tmp/run.log"
+    else
+      echo "FAIL: the LibTorch consumer:"; cat "$tmp/torch.log" "$tmp/run.log" 2>/dev/null; fail=1
+    fi
+  elif cmake -S "$tmp/torch" -B "$tmp/torch/b" -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/torch.log" 2>&1; then
     echo "FAIL: find_package(zen COMPONENTS torch) succeeded on a build without it"; fail=1
   fi
 else

@@ -1,0 +1,435 @@
+// Data-parallel word2vec (skip-gram with negative sampling) in LibTorch on MPI ranks, on a text corpus
+// (the Brown corpus from scripts/fetch_corpus.sh by default). Both embedding tables are
+// nn::Embedding(sparse=true); after every backward the gradients are synchronized by one of:
+//   zen:<scheme>  zen::libtorch::GradSync (any zen scheme, e.g. zen:balanced, zen:allgather, zen:auto)
+//   gloo          c10d::ProcessGroupGloo's sparse allreduce over a FileStore, what DDP does with sparse
+//                 gradients (an allgather of every rank's indices and values)
+//   dense         MPI_Allreduce of the dense gradient (what sparse=false would cost)
+// Every variant starts from the same seed and sees the same data in the same order, so their
+// parameters agree up to the summation order of floating-point sums (docs/torch.md). Prints loss,
+// tokens/s and the share of step time spent synchronizing per interval; writes CSV and a PNG.
+//
+//   mpirun -np 4 build/bin/train_embedding --steps 300
+#include <mpi.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+#ifdef ZEN_TRAIN_HAVE_GLOO
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+
+#include "zen/comm/mpi.hpp"
+#include "zen/detail/thread_pool.hpp"
+#include "zen/torch.hpp"
+#include "zen/trace/generators.hpp"
+#include "zen/trace/stats.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Cfg {
+  std::string corpus = "data/brown/brown.txt";
+  std::string sync = "zen:balanced,zen:allgather,gloo,dense";
+  int steps = 200;
+  int batch = 512;        // center words per rank and step
+  int dim = 64;
+  int window = 5;
+  int negatives = 5;
+  double lr = 0.025;
+  std::string optimizer = "sgd";
+  int64_t max_vocab = 0;
+  uint64_t seed = 1;
+  int interval = 20;
+  std::string out;
+  bool check = false;
+  double tolerance = 1e-5;
+};
+
+// splitmix64: the data order depends only on (seed, step, rank, draw).
+struct Rng {
+  uint64_t s;
+  explicit Rng(uint64_t seed) : s(seed) {}
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  uint64_t below(uint64_t n) { return next() % n; }
+  double unit() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
+};
+
+struct Data {
+  std::vector<std::vector<int32_t>> sentences;  // sentences of >= 2 words
+  std::vector<double> neg_cdf;                  // unigram^0.75 (word2vec's negative distribution)
+  int64_t vocab = 0;
+};
+
+Data load(const Cfg& c) {
+  const zen::trace::Corpus corpus = zen::trace::load_corpus(c.corpus, zen::trace::SentenceSplit::Lines, c.max_vocab);
+  Data d;
+  d.vocab = static_cast<int64_t>(corpus.vocab.size());
+  for (const auto& s : corpus.sentences)
+    if (s.size() >= 2) d.sentences.push_back(s);
+  double acc = 0;
+  for (int64_t f : corpus.freq) d.neg_cdf.push_back(acc += std::pow(static_cast<double>(f), 0.75));
+  for (double& x : d.neg_cdf) x /= acc;
+  if (d.sentences.empty()) throw std::runtime_error(c.corpus + ": no sentence of two words or more");
+  return d;
+}
+
+// Rank r's batch of step t: centers, contexts (within the window) and negatives.
+void make_batch(const Data& d, const Cfg& c, int t, int r, at::Tensor& center, at::Tensor& context, at::Tensor& neg) {
+  Rng g(c.seed * 0x100000001b3ULL ^ (static_cast<uint64_t>(t) << 20) ^ static_cast<uint64_t>(r) * 0x9e3779b97f4a7c15ULL);
+  center = at::empty({c.batch}, at::kLong);
+  context = at::empty({c.batch}, at::kLong);
+  neg = at::empty({c.batch, c.negatives}, at::kLong);
+  auto* pc = center.data_ptr<int64_t>();
+  auto* po = context.data_ptr<int64_t>();
+  auto* pn = neg.data_ptr<int64_t>();
+  for (int b = 0; b < c.batch; ++b) {
+    const auto& s = d.sentences[g.below(d.sentences.size())];
+    const int len = static_cast<int>(s.size());
+    const int i = static_cast<int>(g.below(static_cast<uint64_t>(len)));
+    const int off = 1 + static_cast<int>(g.below(static_cast<uint64_t>(c.window)));
+    int j = (g.next() & 1) ? i + off : i - off;
+    if (j < 0 || j >= len) j = i + off < len ? i + off : (i - off >= 0 ? i - off : (i + 1) % len);
+    if (j == i) j = (i + 1) % len;
+    pc[b] = s[static_cast<size_t>(i)];
+    po[b] = s[static_cast<size_t>(j)];
+    for (int k = 0; k < c.negatives; ++k) {
+      const double u = g.unit();
+      pn[b * c.negatives + k] =
+          static_cast<int64_t>(std::upper_bound(d.neg_cdf.begin(), d.neg_cdf.end(), u) - d.neg_cdf.begin());
+      if (pn[b * c.negatives + k] >= d.vocab) pn[b * c.negatives + k] = d.vocab - 1;
+    }
+  }
+}
+
+struct SkipGram : torch::nn::Module {
+  torch::nn::Embedding in{nullptr}, out{nullptr};
+  SkipGram(int64_t V, int64_t D) {
+    in = register_module("in", torch::nn::Embedding(torch::nn::EmbeddingOptions(V, D).sparse(true)));
+    out = register_module("out", torch::nn::Embedding(torch::nn::EmbeddingOptions(V, D).sparse(true)));
+    torch::NoGradGuard ng;
+    in->weight.uniform_(-0.5 / static_cast<double>(D), 0.5 / static_cast<double>(D));
+    out->weight.zero_();  // word2vec's initialization
+  }
+  at::Tensor loss(const at::Tensor& c, const at::Tensor& o, const at::Tensor& n) {
+    const at::Tensor vc = in->forward(c);                                 // (B, D)
+    const at::Tensor pos = (vc * out->forward(o)).sum(1);                 // (B)
+    const at::Tensor negs = torch::bmm(out->forward(n), vc.unsqueeze(2)).squeeze(2);  // (B, K)
+    return -(torch::log_sigmoid(pos) + torch::log_sigmoid(-negs).sum(1));  // (B): one loss per center word
+  }
+};
+
+struct Interval {
+  int step;
+  double time_s, loss, tokens_per_s, sync_ms, sync_share;
+};
+
+struct Outcome {
+  std::string variant;
+  std::vector<Interval> curve;
+  double tokens_per_s = 0, sync_ms = 0, sync_share = 0, final_loss = 0;
+  std::vector<at::Tensor> params;  // rank 0: final parameters
+  bool ranks_agree = true;
+};
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+double max_over_ranks(double x) {
+  double m = 0;
+  MPI_Allreduce(&x, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return m;
+}
+double sum_over_ranks(double x) {
+  double m = 0;
+  MPI_Allreduce(&x, &m, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  return m;
+}
+
+uint64_t fnv(const at::Tensor& t, uint64_t h) {
+  const auto* b = static_cast<const uint8_t*>(t.data_ptr());
+  for (int64_t i = 0; i < t.numel() * static_cast<int64_t>(t.element_size()); ++i) h = (h ^ b[i]) * 1099511628211ULL;
+  return h;
+}
+
+class Trainer {
+ public:
+  Trainer(const Cfg& c, const Data& d, zen::Communicator& comm) : c_(c), d_(d), comm_(comm) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &n_);
+  }
+
+#ifdef ZEN_TRAIN_HAVE_GLOO
+  void set_gloo(c10::intrusive_ptr<c10d::ProcessGroupGloo> pg) { gloo_ = std::move(pg); }
+#endif
+
+  Outcome run(const std::string& variant) {
+    Outcome o;
+    o.variant = variant;
+    torch::manual_seed(static_cast<uint64_t>(c_.seed));
+    SkipGram model(d_.vocab, c_.dim);
+    std::unique_ptr<torch::optim::Optimizer> opt;
+    if (c_.optimizer == "sgd") opt = std::make_unique<torch::optim::SGD>(model.parameters(), torch::optim::SGDOptions(c_.lr));
+    else opt = std::make_unique<torch::optim::Adagrad>(model.parameters(), torch::optim::AdagradOptions(c_.lr));
+    std::unique_ptr<zen::libtorch::GradSync> zsync;
+    if (variant.rfind("zen:", 0) == 0) {
+      zen::libtorch::GradSyncOptions go;
+      go.scheme = variant.substr(4);
+      zsync = std::make_unique<zen::libtorch::GradSync>(comm_, model, go);
+    }
+    double t_sync = 0, t_step = 0, loss_acc = 0, total_sync = 0, total_step = 0;
+    int in_interval = 0;
+    const double t_start = now_s();
+    for (int t = 0; t < c_.steps; ++t) {
+      at::Tensor cen, ctx, neg;
+      make_batch(d_, c_, t, rank_, cen, ctx, neg);
+      const double t0 = now_s();
+      opt->zero_grad();
+      // word2vec's update: the gradient of the summed loss (per-pair SGD steps, batched), averaged over ranks.
+      const at::Tensor losses = model.loss(cen, ctx, neg);
+      losses.sum().backward();
+      const at::Tensor loss = losses.mean().detach();
+      const double t1 = now_s();
+      if (zsync) zsync->synchronize();
+      else sync_other(variant, model);
+      const double t2 = now_s();
+      opt->step();
+      const double t3 = now_s();
+      t_sync += t2 - t1;
+      t_step += t3 - t0;
+      loss_acc += loss.item<double>();
+      ++in_interval;
+      if (in_interval == c_.interval || t + 1 == c_.steps) {
+        // The slowest rank sets the pace: max over ranks of step and sync time.
+        const double step_s = max_over_ranks(t_step), sync_s = max_over_ranks(t_sync);
+        const double mean_loss = sum_over_ranks(loss_acc) / n_ / in_interval;
+        Interval iv{t + 1, now_s() - t_start, mean_loss,
+                    static_cast<double>(c_.batch) * n_ * in_interval / step_s, 1e3 * sync_s / in_interval,
+                    sync_s / step_s};
+        o.curve.push_back(iv);
+        if (rank_ == 0)
+          std::printf("%-14s step %5d  loss %.5f  tokens/s %10.0f  sync %8.3f ms/step (%4.1f%% of the step)\n",
+                      variant.c_str(), iv.step, iv.loss, iv.tokens_per_s, iv.sync_ms, 100 * iv.sync_share);
+        total_sync += sync_s;
+        total_step += step_s;
+        t_sync = t_step = loss_acc = 0;
+        in_interval = 0;
+      }
+    }
+    o.tokens_per_s = static_cast<double>(c_.batch) * n_ * c_.steps / total_step;
+    o.sync_ms = 1e3 * total_sync / c_.steps;
+    o.sync_share = total_sync / total_step;
+    o.final_loss = o.curve.back().loss;
+    // Every rank must hold the same parameters.
+    uint64_t h = 1469598103934665603ULL;
+    for (const auto& p : model.parameters()) h = fnv(p.detach().contiguous(), h);
+    uint64_t lo = 0, hi = 0;
+    MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    o.ranks_agree = lo == hi;
+    for (const auto& p : model.parameters()) o.params.push_back(p.detach().clone());
+    return o;
+  }
+
+ private:
+  void sync_other(const std::string& variant, SkipGram& model) {
+    for (auto& p : model.parameters()) {
+      at::Tensor& g = p.mutable_grad();
+      if (variant == "dense") {
+        at::Tensor dense = g.is_sparse() ? g.to_dense() : g.contiguous();
+        MPI_Allreduce(MPI_IN_PLACE, dense.data_ptr<float>(), static_cast<int>(dense.numel()), MPI_FLOAT, MPI_SUM,
+                      MPI_COMM_WORLD);
+        g = dense.div_(n_);
+      } else if (variant == "gloo") {
+#ifdef ZEN_TRAIN_HAVE_GLOO
+        std::vector<at::Tensor> ts{g};
+        auto w = gloo_->allreduce(ts);
+        w->wait();
+        g = w->result()[0].coalesce().div(static_cast<double>(n_));
+#endif
+      } else {
+        throw std::runtime_error("unknown --sync variant '" + variant + "'");
+      }
+    }
+  }
+
+  const Cfg& c_;
+  const Data& d_;
+  zen::Communicator& comm_;
+  int rank_ = 0, n_ = 1;
+#ifdef ZEN_TRAIN_HAVE_GLOO
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_;
+#endif
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> v;
+  size_t a = 0;
+  while (a <= s.size()) {
+    const size_t b = s.find(',', a);
+    const std::string x = s.substr(a, b == std::string::npos ? std::string::npos : b - a);
+    if (!x.empty()) v.push_back(x);
+    if (b == std::string::npos) break;
+    a = b + 1;
+  }
+  return v;
+}
+
+double max_rel_diff(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double scale = std::max(a[i].abs().max().item<double>(), 1e-30);
+    m = std::max(m, (a[i] - b[i]).abs().max().item<double>() / scale);
+  }
+  return m;
+}
+
+void write_outputs(const std::string& dir, const std::vector<Outcome>& runs, int n) {
+  fs::create_directories(dir);
+  std::ofstream csv(fs::path(dir) / "train_embedding.csv");
+  csv << "variant,step,time_s,loss,tokens_per_s,sync_ms_per_step,sync_share\n";
+  for (const auto& r : runs)
+    for (const auto& iv : r.curve)
+      csv << r.variant << ',' << iv.step << ',' << iv.time_s << ',' << iv.loss << ',' << iv.tokens_per_s << ','
+          << iv.sync_ms << ',' << iv.sync_share << '\n';
+  csv.close();
+  const std::string gp = zen::trace::find_gnuplot();
+  if (gp.empty() || gp == "none") {
+    std::fprintf(stderr, "train_embedding: gnuplot not found; PNG skipped (CSV written)\n");
+    return;
+  }
+  std::ofstream g(fs::path(dir) / "train_embedding.gp");
+  g << "set terminal pngcairo size 900,540 font 'sans,11'\nset output 'train_embedding.png'\n"
+    << "set datafile separator ','\nset grid\nset key top right\nset xlabel 'wall time (s)'\nset ylabel 'loss'\n"
+    << "set title 'word2vec SGNS, " << n << " ranks: loss vs time per gradient synchronization'\nplot ";
+  for (size_t i = 0; i < runs.size(); ++i)
+    g << (i ? ", " : "") << "'train_embedding.csv' using (strcol(1) eq '" << runs[i].variant
+      << "' ? $3 : 1/0):4 with linespoints lw 2 title '" << runs[i].variant << "'";
+  g << "\n";
+  g.close();
+  const std::string cmd = "cd '" + fs::absolute(dir).string() + "' && '" + gp + "' train_embedding.gp 2>gnuplot.log";
+  if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "train_embedding: gnuplot failed (see %s/gnuplot.log)\n", dir.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  zen::mpi::Environment env(&argc, &argv);
+  Cfg c;
+  CLI::App app{"word2vec (skip-gram, negative sampling) with sparse embeddings, data-parallel over MPI ranks; "
+               "compares gradient synchronizations: zen schemes, Gloo (DDP's sparse path), dense MPI_Allreduce"};
+  app.add_option("--corpus", c.corpus, "text corpus, one sentence per line (scripts/fetch_corpus.sh)")->capture_default_str();
+  app.add_option("--sync", c.sync, "comma-separated: zen:<scheme>, gloo, dense")->capture_default_str();
+  app.add_option("--steps", c.steps, "training steps per variant")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--batch", c.batch, "center words per rank and step")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--dim", c.dim, "embedding dimension")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--window", c.window, "context window")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--negatives", c.negatives, "negative samples per center word")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--lr", c.lr, "learning rate")->capture_default_str();
+  app.add_option("--optimizer", c.optimizer, "sgd or adagrad (both take sparse gradients)")
+      ->capture_default_str()->check(CLI::IsMember({"sgd", "adagrad"}));
+  app.add_option("--max-vocab", c.max_vocab, "keep the most frequent words only (0 = all)")->capture_default_str();
+  app.add_option("--seed", c.seed, "seed of the model and the data order")->capture_default_str();
+  app.add_option("--interval", c.interval, "steps per printed line")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--out", c.out, "directory for train_embedding.csv and train_embedding.png");
+  app.add_flag("--check", c.check, "exit 1 unless every variant's parameters and loss curve agree with the first's");
+  app.add_option("--tolerance", c.tolerance, "--check: relative tolerance")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return rank == 0 ? app.exit(e) : (e.get_exit_code() ? 1 : 0);
+  }
+  int rank = 0, n = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  try {
+    const auto variants = split(c.sync);
+    if (variants.empty()) throw std::runtime_error("--sync names no variant");
+    auto comm = zen::mpi::create(MPI_COMM_WORLD);
+    torch::set_num_threads(zen::detail::default_plan_threads(comm->ranks_on_node()));
+    if (!fs::exists(c.corpus))
+      throw std::runtime_error("corpus '" + c.corpus + "' not found: run scripts/fetch_corpus.sh (Brown corpus) or pass --corpus");
+    const Data d = load(c);
+    if (rank == 0)
+      std::printf("# corpus %s: %zu sentences, vocabulary %lld; %d ranks, batch %d per rank, dim %d, %d negatives, "
+                  "%s lr %g, %d steps\n",
+                  c.corpus.c_str(), d.sentences.size(), static_cast<long long>(d.vocab), n, c.batch, c.dim,
+                  c.negatives, c.optimizer.c_str(), c.lr, c.steps);
+    Trainer tr(c, d, *comm);
+#ifdef ZEN_TRAIN_HAVE_GLOO
+    std::string store_dir;
+    if (std::find(variants.begin(), variants.end(), "gloo") != variants.end()) {
+      char buf[256] = {0};
+      if (rank == 0) {
+        std::string tmpl = (fs::temp_directory_path() / "zen-gloo-XXXXXX").string();
+        if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+        std::snprintf(buf, sizeof buf, "%s", tmpl.c_str());
+      }
+      MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, MPI_COMM_WORLD);
+      store_dir = buf;
+      auto store = c10::make_intrusive<c10d::FileStore>(store_dir + "/store", n);
+      auto opts = c10d::ProcessGroupGloo::Options::create();
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      tr.set_gloo(c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, n, opts));
+    }
+#else
+    for (const auto& v : variants)
+      if (v == "gloo") throw std::runtime_error("--sync gloo: built without the gloo headers (Debian libgloo-dev)");
+#endif
+    std::vector<Outcome> runs;
+    for (const auto& v : variants) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      runs.push_back(tr.run(v));
+    }
+    int bad = 0;
+    if (rank == 0) {
+      std::printf("\n| sync | tokens/s | sync ms/step | sync share | final loss | max rel. param diff vs %s | ranks agree |\n"
+                  "|---|---|---|---|---|---|---|\n",
+                  runs[0].variant.c_str());
+      for (const auto& r : runs) {
+        const double diff = max_rel_diff(runs[0].params, r.params);
+        double curve = 0;
+        for (size_t i = 0; i < r.curve.size() && i < runs[0].curve.size(); ++i)
+          curve = std::max(curve, std::fabs(r.curve[i].loss - runs[0].curve[i].loss) / std::max(1e-30, std::fabs(runs[0].curve[i].loss)));
+        std::printf("| %s | %.0f | %.3f | %.1f%% | %.5f | %.2e (loss curve %.2e) | %s |\n", r.variant.c_str(),
+                    r.tokens_per_s, r.sync_ms, 100 * r.sync_share, r.final_loss, diff, curve, r.ranks_agree ? "yes" : "NO");
+        if (c.check && (diff > c.tolerance || curve > c.tolerance || !r.ranks_agree)) ++bad;
+      }
+      if (!c.out.empty()) {
+        write_outputs(c.out, runs, n);
+        std::printf("wrote %s/train_embedding.csv and train_embedding.png\n", c.out.c_str());
+      }
+      if (c.check) std::printf("check: %s (tolerance %g)\n", bad ? "FAILED" : "all variants agree", c.tolerance);
+    }
+#ifdef ZEN_TRAIN_HAVE_GLOO
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0 && !store_dir.empty()) fs::remove_all(store_dir);
+#endif
+    MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return bad ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train_embedding: rank %d: %s\n", rank, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 2);
+    return 2;
+  }
+}
