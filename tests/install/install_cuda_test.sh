@@ -9,7 +9,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 targets=(zen zen_capi_static zen_core zen_schemes zen_cuda zen_trace_lib zen_orbit zen_fl_learn zen_fl_sim zen_fl_loopback)
 targets+=(zen_mpi)  # the test exists only in MPI-enabled builds
-cmake --build "$build" --target help 2>/dev/null | grep -q "zen_gpu_bench" && targets+=(zen_gpu_bench)  # installed too
+# Installed too where the configuration has them (the GPU benchmark, the LibTorch adapter).
+for t in zen_gpu_bench zen_torch; do
+  cmake --build "$build" --target help 2>/dev/null | grep -q "^$t:" && targets+=("$t")
+done
 cmake --build "$build" --target "${targets[@]}" >"$tmp/build.log" 2>&1 || { tail -30 "$tmp/build.log"; exit 1; }
 cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; exit 1; }
 grep -q "zen::cuda" "$tmp/prefix/lib/cmake/zen/zenTargets.cmake" || { echo "FAIL: zen::cuda not exported"; exit 1; }
