@@ -30,6 +30,7 @@ using plan::store_as;
 
 class Allgather final : public SparseAllreduce {
  public:
+  ~Allgather() override { quiesce(); }  // pending non-blocking calls finish before the members go
   Allgather(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
       : SparseAllreduce(c, s, o), wire_(encode::wire_index_type(s.dense_len / s.row_width)), ws_(std::make_shared<Workspace>()) {
     holder_ = ws_;

@@ -42,6 +42,7 @@ std::string fmt_time(double s) {
 
 class Auto final : public SparseAllreduce {
  public:
+  ~Auto() override { quiesce(); }  // pending non-blocking calls finish before the members go
   Auto(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt) : SparseAllreduce(comm, spec, opt) {
     const auto& a = opt_.autotune;
     candidates_ = a.candidates.empty() ? default_candidates() : a.candidates;

@@ -64,6 +64,7 @@ using plan::store_as;
 
 class Balanced final : public SparseAllreduce {
  public:
+  ~Balanced() override { quiesce(); }  // pending non-blocking calls finish before the members go
   Balanced(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
       : SparseAllreduce(c, s, o),
         part_(Partitioner::make(s.dense_len / s.row_width, static_cast<uint32_t>(c.size()), opt_.seed)),

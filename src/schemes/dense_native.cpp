@@ -17,6 +17,7 @@ struct Workspace : plan::DenseWorkspace {};
 
 class DenseNative final : public SparseAllreduce {
  public:
+  ~DenseNative() override { quiesce(); }  // pending non-blocking calls finish before the members go
   DenseNative(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
       : SparseAllreduce(c, s, o), ws_(std::make_shared<Workspace>()) {
     holder_ = ws_;

@@ -18,6 +18,7 @@ struct Workspace : plan::DenseWorkspace {
 
 class DenseRing final : public SparseAllreduce {
  public:
+  ~DenseRing() override { quiesce(); }  // pending non-blocking calls finish before the members go
   DenseRing(Communicator& c, const TensorSpec& s, const SchemeOptions& o) : SparseAllreduce(c, s, o), ws_(std::make_shared<Workspace>()) {
     holder_ = ws_;
   }

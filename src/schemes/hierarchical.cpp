@@ -118,6 +118,7 @@ class SubComm final : public Communicator {
 // ---------------------------------------------------------------------------------------------
 class Hierarchical final : public SparseAllreduce {
  public:
+  ~Hierarchical() override { quiesce(); }  // pending non-blocking calls finish before the members go
   Hierarchical(Communicator& world, Communicator& intra, Communicator& inter, const TensorSpec& spec,
                const SchemeOptions& opt, const std::string& inter_scheme, NodeComms owned)
       : SparseAllreduce(world, spec, opt), owned_(std::move(owned)), intra_(intra), inter_(inter) {

@@ -18,6 +18,7 @@ namespace {
 
 class OmniReduce final : public SparseAllreduce {
  public:
+  ~OmniReduce() override { quiesce(); }  // pending non-blocking calls finish before the members go
   OmniReduce(Communicator& c, const TensorSpec& s, const SchemeOptions& o) : SparseAllreduce(c, s, o) {
     ZEN_ENFORCE(opt_.block_size >= 1, "rank " + std::to_string(c.rank()) + " omnireduce: block size " +
                                           std::to_string(opt_.block_size) + " must be >= 1");

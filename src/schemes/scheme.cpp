@@ -239,6 +239,14 @@ void SparseAllreduce::run_dense(const SparseView& in, void* dense_out) {
   run_dense_now(in, dense_out);
 }
 
+void SparseAllreduce::quiesce() noexcept {
+  try {
+    if (comm_.progress_busy()) detail::wait_state(*comm_.progress().submit([] {}));
+  } catch (...) {
+    // submit could only fail to allocate; the calls still drain when the communicator goes.
+  }
+}
+
 Request SparseAllreduce::start(const SparseView& in, SparseTensor& out) {
   poisoning([&] { comm_.check_async_support(); });
   SparseTensor* o = &out;

@@ -20,6 +20,7 @@ constexpr uint64_t kDenseHeader = ~0ULL;
 
 class SparCML final : public SparseAllreduce {
  public:
+  ~SparCML() override { quiesce(); }  // pending non-blocking calls finish before the members go
   SparCML(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
       : SparseAllreduce(c, s, o), wire_(encode::wire_index_type(s.dense_len / s.row_width)) {}
   const char* name() const override { return "sparcml"; }

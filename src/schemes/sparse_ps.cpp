@@ -38,6 +38,7 @@ struct Workspace {
 
 class SparsePS final : public SparseAllreduce {
  public:
+  ~SparsePS() override { quiesce(); }  // pending non-blocking calls finish before the members go
   SparsePS(Communicator& c, const TensorSpec& s, const SchemeOptions& o) : SparseAllreduce(c, s, o), ws_(std::make_shared<Workspace>()) {
     R_ = s.dense_len / s.row_width;
     wire_ = encode::wire_index_type(range(0));

@@ -135,8 +135,8 @@ class Request {
 
 class SparseAllreduce {
  public:
-  /// Wait for this plan's pending requests before destroying it (as with MPI requests); the C API's
-  /// zenSparseAllreduceDestroy does so itself.
+  /// Every scheme's destructor first waits for the non-blocking calls pending on its communicator
+  /// (quiesce()), so a plan destroyed while one of its requests runs is safe.
   virtual ~SparseAllreduce() = default;
   virtual const char* name() const = 0;
 
@@ -177,6 +177,10 @@ class SparseAllreduce {
     TrafficStats before_;
     double t0_;
   };
+
+  /// Wait until no non-blocking call is pending on the communicator (no-op on the progress thread).
+  /// Each final scheme class calls it first in its destructor.
+  void quiesce() noexcept;
 
   /// The plan's persistent thread pool (created at first use, see zen/detail/thread_pool.hpp).
   detail::ThreadPool& pool();
