@@ -2,11 +2,15 @@
  * zen C API: sparse allreduce over a communicator, NCCL style (every call returns a zenResult_t;
  * zenGetLastError() gives the message of the last failure on the calling thread).
  *
- * Errors poison the communicator: when a collective call (zenSparseAllreduceCreate / Dense /
- * Sparse) fails on one rank, for whatever reason (bad argument, bad index, allocation, timeout),
- * every peer is told at once and its call returns zenRemoteError naming that rank; from then on
- * the communicator refuses every call on every rank (zenInvalidUsage). Destroy it and its
- * operations and create new ones: a call can never mix the data of two steps. */
+ * Errors poison the communicator: when a collective call (zenSparseAllreduceCreate, the Dense,
+ * Sparse, SparseInto and DenseFromDense calls and their non-blocking Start forms) fails on one
+ * rank, for whatever reason (bad argument, bad index, allocation, timeout), every peer is told at
+ * once and its call returns zenRemoteError naming that rank; from then on the communicator refuses
+ * every call on every rank (zenInvalidUsage). Destroy it and its operations and create new ones: a
+ * call can never mix the data of two steps.
+ *
+ * Guide: docs/api.md (plans, versioned options, hierarchical mode, output options, caller-owned
+ * output, non-blocking calls, the GPU path). */
 #ifndef ZEN_ZEN_H
 #define ZEN_ZEN_H
 
