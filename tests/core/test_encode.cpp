@@ -1,9 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <random>
 
 #include "zen/encode/bitmap.hpp"
 #include "zen/encode/coo.hpp"
+#include "zen/encode/elias_fano.hpp"
 #include "zen/error.hpp"
 
 using namespace zen;
@@ -111,4 +115,142 @@ TEST(HashBitmap, OwnersCoverNBitsAndDecodeSortedGlobalIndices) {
     EXPECT_EQ(all.front(), 0);
     EXPECT_EQ(all.back(), static_cast<int64_t>(N - 1));
   }
+}
+
+namespace {
+std::vector<uint64_t> random_subset(uint64_t m, uint64_t k, std::mt19937_64& g) {
+  std::vector<uint64_t> s;
+  if (k * 2 > m) {  // dense: keep each with probability k/m, exact count not needed
+    for (uint64_t x = 0; x < m; ++x)
+      if (g() % m < k) s.push_back(x);
+    return s;
+  }
+  std::vector<char> seen;
+  if (m <= (1u << 24)) seen.assign(m, 0);
+  while (s.size() < k) {
+    const uint64_t x = g() % m;
+    if (!seen.empty()) {
+      if (seen[x]) continue;
+      seen[x] = 1;
+    }
+    s.push_back(x);
+  }
+  std::sort(s.begin(), s.end());
+  s.erase(std::unique(s.begin(), s.end()), s.end());
+  return s;
+}
+}  // namespace
+
+TEST(EliasFano, LayoutIsTheDocumentedFormula) {
+  EXPECT_EQ(ef_bytes(1000, 0), 0u);
+  EXPECT_EQ(ef_bytes(0, 0), 0u);
+  // m = 1000, K = 10: L = floor(log2(100)) = 6, upper = 10 + (1000 >> 6) = 25 bits -> 4 bytes,
+  // lower = 60 bits -> 8 bytes.
+  EliasFanoLayout l = ef_layout(1000, 10);
+  EXPECT_EQ(l.low_bits, 6u);
+  EXPECT_EQ(l.upper_bits, 25u);
+  EXPECT_EQ(l.upper_bytes, 4u);
+  EXPECT_EQ(l.lower_bytes, 8u);
+  EXPECT_EQ(l.bytes(), 12u);
+  // Full set: L = 0, upper = 2m bits.
+  l = ef_layout(64, 64);
+  EXPECT_EQ(l.low_bits, 0u);
+  EXPECT_EQ(l.bytes(), 16u);
+  // Huge universe, one position: L = 62 for m = 2^63 - 1.
+  l = ef_layout((uint64_t{1} << 63) - 1, 1);
+  EXPECT_EQ(l.low_bits, 62u);
+  EXPECT_EQ(l.upper_bits, 2u);
+  // Within 2 bits per position of the information bound at every density from 1e-5 to 1.
+  for (uint64_t m : {uint64_t{1000}, uint64_t{1} << 20, uint64_t{100000007}})
+    for (double d : {1e-5, 1e-4, 1e-3, 0.01, 0.03, 0.1, 0.3, 0.5, 1.0}) {
+      const uint64_t k = std::max<uint64_t>(1, static_cast<uint64_t>(d * static_cast<double>(m)));
+      EXPECT_LE(8.0 * static_cast<double>(ef_bytes(m, k)), log2_binomial(m, k) + 2.0 * static_cast<double>(k) + 16.0)
+          << m << " " << k;
+    }
+  EXPECT_NEAR(log2_binomial(100, 1), std::log2(100.0), 1e-9);
+  EXPECT_NEAR(log2_binomial(10, 5), std::log2(252.0), 1e-9);
+  EXPECT_EQ(log2_binomial(10, 10), 0.0);
+}
+
+TEST(EliasFano, RoundTripAtEveryDensityAndEdge) {
+  std::mt19937_64 g(7);
+  for (uint64_t m : {uint64_t{1}, uint64_t{7}, uint64_t{64}, uint64_t{1000}, uint64_t{65537}, (uint64_t{1} << 40) + 3})
+    for (double d : {0.0, 1e-4, 0.01, 0.1, 0.5, 1.0}) {
+      if (m > (1u << 24) && d > 0.01) continue;
+      uint64_t k = static_cast<uint64_t>(d * static_cast<double>(m));
+      if (d > 0 && k == 0) k = 1;
+      if (m > (1u << 24) && k) k = 1000 + static_cast<uint64_t>(d * 1e5);  // huge universe: few positions
+      std::vector<uint64_t> pos = d == 1.0 ? std::vector<uint64_t>() : random_subset(m, k, g);
+      if (d == 1.0)
+        for (uint64_t x = 0; x < m; ++x) pos.push_back(x);
+      if (!pos.empty() && m > 1) {  // index 0 and m-1 present
+        pos.front() = 0;
+        pos.back() = m - 1;
+        pos.erase(std::unique(pos.begin(), pos.end()), pos.end());
+      }
+      std::vector<uint8_t> buf(ef_bytes(m, pos.size()) + 1, 0xEE);
+      ef_encode(pos.data(), pos.size(), m, buf.data());
+      EXPECT_EQ(buf.back(), 0xEE) << "wrote past the message";
+      std::vector<uint64_t> back{42};
+      ef_decode(buf.data(), buf.size() - 1, m, pos.size(), back);
+      ASSERT_EQ(back.size(), pos.size() + 1);
+      EXPECT_EQ(back[0], 42u);  // appends
+      EXPECT_TRUE(std::equal(pos.begin(), pos.end(), back.begin() + 1)) << m << " " << d;
+    }
+}
+
+TEST(EliasFano, RejectsBadInput) {
+  std::vector<uint64_t> pos{0, 5, 9, 100, 999};
+  const uint64_t m = 1000, k = pos.size();
+  std::vector<uint8_t> buf(ef_bytes(m, k));
+  ef_encode(pos.data(), k, m, buf.data());
+  std::vector<uint64_t> out;
+  const char* why = nullptr;
+  EXPECT_TRUE(ef_check(buf.data(), buf.size(), m, k, &why));
+  // Truncated and oversized messages.
+  EXPECT_FALSE(ef_check(buf.data(), buf.size() - 1, m, k, &why));
+  std::vector<uint8_t> big = buf;
+  big.push_back(0);
+  EXPECT_FALSE(ef_check(big.data(), big.size(), m, k, &why));
+  EXPECT_THROW(ef_decode(buf.data(), buf.size() - 1, m, k, out), Error);
+  // Wrong count announced.
+  EXPECT_FALSE(ef_check(buf.data(), buf.size(), m, k + 1, &why));
+  // An extra upper bit (count mismatch), a padding bit, a non-monotone low part.
+  const EliasFanoLayout lay = ef_layout(m, k);
+  std::vector<uint8_t> bad = buf;
+  for (uint64_t b = 0; b < lay.upper_bits; ++b)
+    if (!(bad[b >> 3] >> (b & 7) & 1)) {
+      bad[b >> 3] = static_cast<uint8_t>(bad[b >> 3] | (1u << (b & 7)));
+      break;
+    }
+  EXPECT_FALSE(ef_check(bad.data(), bad.size(), m, k, &why));
+  if (lay.upper_bits % 8) {
+    bad = buf;
+    bad[lay.upper_bytes - 1] = static_cast<uint8_t>(bad[lay.upper_bytes - 1] | 0x80);
+    EXPECT_FALSE(ef_check(bad.data(), bad.size(), m, k, &why));
+  }
+  // 5 and 9 share the high part 0 (L = 7): swapping their low bits makes the list decrease.
+  ASSERT_EQ(lay.low_bits, 7u);
+  std::vector<uint64_t> swapped{0, 9, 5, 100, 999};
+  bad.assign(buf.size(), 0);
+  EliasFanoWriter w(bad.data(), m, k);
+  for (uint64_t x : swapped) w.push(x);
+  w.finish();
+  EXPECT_FALSE(ef_check(bad.data(), bad.size(), m, k, &why));
+  EXPECT_THROW(ef_decode(bad.data(), bad.size(), m, k, out), Error);
+  // Out of range: the last high part may point past m.
+  bad = buf;
+  const uint64_t last_low_bit = (k - 1) * lay.low_bits;
+  for (uint32_t j = 0; j < lay.low_bits; ++j) {
+    const uint64_t b = last_low_bit + j;
+    bad[lay.upper_bytes + (b >> 3)] = static_cast<uint8_t>(bad[lay.upper_bytes + (b >> 3)] | (1u << (b & 7)));
+  }
+  EXPECT_FALSE(ef_check(bad.data(), bad.size(), m, k, &why));  // 999 | 127 = 1023 >= 1000
+  // Encoder input checks.
+  std::vector<uint8_t> tmp(64);
+  std::vector<uint64_t> unsorted{3, 2};
+  EXPECT_THROW(ef_encode(unsorted.data(), 2, 10, tmp.data()), Error);
+  std::vector<uint64_t> outside{10};
+  EXPECT_THROW(ef_encode(outside.data(), 1, 10, tmp.data()), Error);
+  EXPECT_FALSE(ef_check(tmp.data(), 0, 5, 6, &why));  // more positions than the set holds
 }
