@@ -58,7 +58,7 @@ struct Config {
   int iters = 20, warmup = 5;
   int check = 1;
   std::string schemes = "all";
-  std::string pull = "auto";
+  std::string pull = "auto", push = "auto";
   std::string output = "dense";
   std::string index = "i64";
   std::string trace_dir, dump_dir, json_file;
@@ -321,6 +321,7 @@ struct Row {
   uint64_t sent = 0, recv = 0;
   double push_imb = 1, pull_imb = 1;
   std::string encoding;
+  double bound_eff = 0;  // bytes sent over the information bound of what was sent, all ranks (0: not known)
   uint64_t wrong = 0;
   std::vector<PhaseReport> phases;  // rank 0: bytes of the last call, seconds averaged over the timed calls
   std::vector<std::string> decisions;            // auto (rank 0): every distinct explanation, in order
@@ -369,7 +370,14 @@ std::vector<std::string> split_schemes(const std::string& s, bool mpi) {
       ZEN_ENFORCE(mpi, "--scheme " + x + " calls MPI directly: run zen_perf under mpirun (not --threads)");
       continue;
     }
-    const std::string base = x.rfind("hier_", 0) == 0 ? x.substr(5) : x;
+    std::string base = x.rfind("hier_", 0) == 0 ? x.substr(5) : x;
+    if (const size_t colon = base.find(':'); colon != std::string::npos) {  // SCHEME:PUSH/PULL variant
+      const std::string enc = base.substr(colon + 1);
+      base = base.substr(0, colon);
+      ZEN_ENFORCE(base == "balanced" || base == "sparse_ps",
+                  "--scheme " + x + ": encoding variants (SCHEME:PUSH/PULL) exist for balanced and sparse_ps");
+      ZEN_ENFORCE(enc.find('/') != std::string::npos, "--scheme " + x + ": write the variant as SCHEME:PUSH/PULL, e.g. balanced:ef/ef");
+    }
     if (base != "auto" && std::find(names.begin(), names.end(), base) == names.end()) {
       std::string all;
       for (const auto& y : names) all += (all.empty() ? "" : ",") + y;
@@ -392,10 +400,15 @@ SchemeOptions scheme_options(const Config& cfg) {
   o.autotune.bytes_per_s = cfg.auto_gbps * 1e9 / 8.0;
   o.autotune.alpha_s = cfg.auto_alpha_us * 1e-6;
   o.autotune.reevaluate_every = cfg.auto_every;
-  if (cfg.pull == "coo") o.pull = PullEncoding::Coo;
-  else if (cfg.pull == "bitmap") o.pull = PullEncoding::Bitmap;
-  else if (cfg.pull == "auto") o.pull = PullEncoding::Auto;
-  else ZEN_THROW(Result::InvalidArgument, "--pull must be auto, coo or bitmap, got '" + cfg.pull + "'");
+  auto enc = [](const std::string& v, const char* opt) {
+    if (v == "coo") return IndexEncoding::Coo;
+    if (v == "bitmap") return IndexEncoding::Bitmap;
+    if (v == "ef") return IndexEncoding::EliasFano;
+    if (v == "auto") return IndexEncoding::Auto;
+    ZEN_THROW(Result::InvalidArgument, std::string(opt) + " must be auto, coo, bitmap or ef, got '" + v + "'");
+  };
+  o.pull = enc(cfg.pull, "--pull");
+  o.push = enc(cfg.push, "--push");
   return o;
 }
 
@@ -597,6 +610,7 @@ struct Runner {
   SparseTensor sparse;
   std::vector<double> times;
   uint64_t sent_sum = 0, recv_sum = 0, calls = 0, wrong = 0;
+  double bound_sum = 0;  // SyncReport::bound_bytes summed over the timed calls
   double push = 1, pull = 1;
   std::string encoding;
   std::vector<PhaseReport> phases;  // rank 0's phases: bytes of the last call, mean seconds
@@ -634,6 +648,7 @@ struct Runner {
     }
     sent_sum += rep.sent;
     recv_sum += rep.recv;
+    bound_sum += rep.bound_bytes;
     push = std::max(push, rep.push_imbalance);
     pull = std::max(pull, rep.pull_imbalance);
     encoding = rep.encoding;
@@ -686,6 +701,17 @@ std::vector<Runner> make_runners(Communicator& comm, const std::vector<std::stri
       if (!nodes) nodes = make_node_groups(comm, node_size);
       rn.nodes = nodes;
       rn.plan = make_hierarchical(comm, *nodes->intra, *nodes->inter, spec, opt, name.substr(5));
+    } else if (const size_t colon = name.find(':'); colon != std::string::npos) {
+      // SCHEME:PUSH/PULL: the scheme with its own push and pull encodings (timed beside the others).
+      Config c;
+      const size_t slash = name.find('/', colon);
+      c.push = name.substr(colon + 1, slash - colon - 1);
+      c.pull = name.substr(slash + 1);
+      SchemeOptions o = opt;
+      const SchemeOptions e = scheme_options(c);
+      o.push = e.push;
+      o.pull = e.pull;
+      rn.plan = make_scheme(name.substr(0, colon), comm, spec, o);
     } else {
       rn.plan = make_scheme(name, comm, spec, opt);
     }
@@ -728,14 +754,22 @@ void time_runners(Communicator& comm, const std::vector<Group>& groups, bool den
 struct Aggregates {
   uint64_t sent = 0, recv = 0, wrong = 0;
   double push = 1, pull = 1;
+  double bound_eff = 0;  // sum over ranks of bytes sent / sum of their bounds (0 when no rank knows its bound)
 };
-Aggregates aggregate(Communicator& comm, uint64_t sent, uint64_t recv, uint64_t wrong, double push, double pull) {
+Aggregates aggregate(Communicator& comm, uint64_t sent, uint64_t recv, uint64_t wrong, double push, double pull,
+                     double bound) {
   struct Rec {
     uint64_t sent, recv, wrong;
-    double push, pull;
+    double push, pull, bound;
   };
-  auto all = comm.allgather_value(Rec{sent, recv, wrong, push, pull});
+  auto all = comm.allgather_value(Rec{sent, recv, wrong, push, pull, bound});
   Aggregates a;
+  double sent_all = 0, bound_all = 0;
+  for (const auto& x : all) {
+    sent_all += static_cast<double>(x.sent);
+    bound_all += x.bound;
+  }
+  if (bound_all > 0) a.bound_eff = sent_all / bound_all;
   for (const auto& x : all) {
     a.sent = std::max(a.sent, x.sent);
     a.recv = std::max(a.recv, x.recv);
@@ -747,29 +781,33 @@ Aggregates aggregate(Communicator& comm, uint64_t sent, uint64_t recv, uint64_t 
 }
 
 void print_header(const Config& cfg, int n, const char* backend, double gamma, bool trace, int iters, uint32_t D) {
-  std::printf("# zen_perf: %d ranks (%s), dtype %s, row width %u, %s, iters %d, warm-up %d, check %d, output %s, pull %s\n", n,
+  std::printf("# zen_perf: %d ranks (%s), dtype %s, row width %u, %s, iters %d, warm-up %d, check %d, output %s, pull %s, push %s\n", n,
               backend, cfg.dtype.c_str(), D,
               trace ? ("trace " + cfg.trace_dir).c_str()
                     : ("density " + std::to_string(cfg.density) + ", overlap (target gamma) " + std::to_string(gamma) +
                        ", skew " + std::to_string(cfg.skew) + ", seed " + std::to_string(cfg.seed))
                           .c_str(),
-              iters, cfg.warmup, cfg.check, cfg.output.c_str(), cfg.pull.c_str());
+              iters, cfg.warmup, cfg.check, cfg.output.c_str(), cfg.pull.c_str(), cfg.push.c_str());
   std::printf("# size: dense bytes; time_us: median over iterations of the max over ranks (min_us/max_us: fastest and\n"
               "# slowest iteration); each iteration calls every scheme once in turn; algbw = size / time and busbw =\n"
               "# algbw * 2(n-1)/n are dense-equivalent rates (comparable with all_reduce_perf); sent_B/recv_B: most bytes\n"
               "# any rank sent/received per call; imbalance: max/mean load over owners (push or pull, the larger);\n"
               "# #wrong: elements differing from a dense reference of all ranks' inputs. mpi_allreduce and\n"
               "# mpi_allgatherv are raw MPI calls written as a user would (mpi_allreduce always yields the dense sum).\n");
-  std::printf("%12s %11s %5s %14s %8s %11s %10s %10s %8s %8s %12s %12s %9s %7s\n", "size", "count", "type", "scheme", "density",
-              "time_us", "min_us", "max_us", "algbw", "busbw", "sent_B", "recv_B", "imbalance", "#wrong");
+  std::printf("# bound_eff: bytes all ranks sent per call / (value bytes + log2 C(m, K) / 8 of every index set sent),\n"
+              "# the distance to the information bound (balanced, sparse_ps and auto running them; '-' otherwise).\n");
+  std::printf("%12s %11s %5s %19s %8s %11s %10s %10s %8s %8s %12s %12s %9s %9s %7s\n", "size", "count", "type", "scheme",
+              "density", "time_us", "min_us", "max_us", "algbw", "busbw", "sent_B", "recv_B", "imbalance", "bound_eff", "#wrong");
   std::fflush(stdout);
 }
 
 void print_row(const Row& r, const char* type, bool explain) {
-  std::printf("%12llu %11llu %5s %14s %8.4f %11.1f %10.1f %10.1f %8.3f %8.3f %12llu %12llu %9.3f %7llu\n",
+  char eff[32] = "-";
+  if (r.bound_eff > 0) std::snprintf(eff, sizeof eff, "%.3f", r.bound_eff);
+  std::printf("%12llu %11llu %5s %19s %8.4f %11.1f %10.1f %10.1f %8.3f %8.3f %12llu %12llu %9.3f %9s %7llu\n",
               static_cast<unsigned long long>(r.size), static_cast<unsigned long long>(r.count), type, r.scheme.c_str(),
               r.density, r.time_us, r.time_min_us, r.time_max_us, r.algbw, r.busbw, static_cast<unsigned long long>(r.sent),
-              static_cast<unsigned long long>(r.recv), std::max(r.push_imb, r.pull_imb),
+              static_cast<unsigned long long>(r.recv), std::max(r.push_imb, r.pull_imb), eff,
               static_cast<unsigned long long>(r.wrong));
   if (!r.ran.empty()) {
     std::printf("#   auto ran:");
@@ -803,7 +841,8 @@ void fill_bw(Row& row, int n) {
 /// A finished runner as a table row (aggregated over ranks).
 Row finish_runner(Communicator& comm, Runner& rn, uint64_t N, DType dt, double dens, double gam) {
   const uint64_t calls = std::max<uint64_t>(1, rn.calls);
-  auto agg = aggregate(comm, rn.sent_sum / calls, rn.recv_sum / calls, rn.wrong, rn.push, rn.pull);
+  auto agg = aggregate(comm, rn.sent_sum / calls, rn.recv_sum / calls, rn.wrong, rn.push, rn.pull,
+                       rn.bound_sum / static_cast<double>(calls));
   Row row;
   row.size = N * dtype_size(dt);
   row.count = N;
@@ -818,6 +857,7 @@ Row finish_runner(Communicator& comm, Runner& rn, uint64_t N, DType dt, double d
   row.push_imb = agg.push;
   row.pull_imb = agg.pull;
   row.wrong = agg.wrong;
+  row.bound_eff = agg.bound_eff;
   row.encoding = rn.encoding;
   row.phases = rn.phases;
   row.decisions = rn.decisions;
@@ -1090,7 +1130,7 @@ void finish(Communicator& comm, const Config& cfg, const std::vector<Row>& rows)
   j["backend"] = comm.backend_name();
   j["config"] = {{"b", cfg.b},         {"e", cfg.e},       {"f", cfg.f},         {"density", cfg.density},
                  {"overlap", cfg.overlap}, {"skew", cfg.skew}, {"dtype", cfg.dtype}, {"row_width", cfg.row_width},
-                 {"iters", cfg.iters}, {"warmup", cfg.warmup}, {"check", cfg.check}, {"pull", cfg.pull},
+                 {"iters", cfg.iters}, {"warmup", cfg.warmup}, {"check", cfg.check}, {"pull", cfg.pull}, {"push", cfg.push},
                  {"output", cfg.output}, {"seed", cfg.seed}, {"trace", cfg.trace_dir}, {"block_size", cfg.block_size},
                  {"sparcml_switch", cfg.sparcml_switch}};
   j["rows"] = json::array();
@@ -1100,6 +1140,7 @@ void finish(Communicator& comm, const Config& cfg, const std::vector<Row>& rows)
               {"time_max_us", r.time_max_us}, {"algbw_GBps", r.algbw}, {"busbw_GBps", r.busbw}, {"sent_B", r.sent},
               {"recv_B", r.recv},     {"push_imbalance", r.push_imb}, {"pull_imbalance", r.pull_imb},
               {"encoding", r.encoding}, {"wrong", r.wrong}};
+    if (r.bound_eff > 0) x["bound_eff"] = r.bound_eff;
     x["phases_rank0"] = json::array();
     for (const auto& p : r.phases) x["phases_rank0"].push_back({{"name", p.name}, {"sent", p.sent}, {"recv", p.recv}, {"seconds", p.seconds}});
     if (!r.decisions.empty()) x["decisions"] = r.decisions;
@@ -1137,7 +1178,9 @@ int main(int argc, char** argv) {
                  "all, or a comma list of: balanced,dense,dense_native,allgather,sparcml,omnireduce,sparse_ps,auto, hier_<scheme> (the "
                  "hierarchical mode, nodes from --node-size), and (under mpirun) the raw MPI baselines "
                  "mpi_allreduce,mpi_allgatherv");
-  app.add_option("--pull", cfg.pull, "balanced/sparse_ps pull encoding: auto, coo or bitmap");
+  app.add_option("--pull", cfg.pull, "balanced/sparse_ps pull encoding: auto, coo, bitmap or ef (Elias-Fano)");
+  app.add_option("--push", cfg.push, "balanced/sparse_ps push encoding: auto, coo, bitmap or ef (Elias-Fano); "
+                                     "--scheme balanced:PUSH/PULL times one variant beside the others");
   app.add_option("--output", cfg.output, "result form timed: dense (N values) or sparse (sorted COO)");
   app.add_option("--index", cfg.index, "input index type: i32 or i64");
   app.add_option("--trace", cfg.trace_dir,

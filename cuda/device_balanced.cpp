@@ -237,6 +237,12 @@ struct DeviceBalanced::Impl {
                 where() + "dense length " + std::to_string(spec.dense_len) + " is not divisible by row width " +
                     std::to_string(spec.row_width));
     const int n = comm.size();
+    // The device kernels code indices as COO or the hash bitmap (Auto picks between those two).
+    ZEN_CHECK_CODE(opt.pull != PullEncoding::EliasFano && opt.push != IndexEncoding::EliasFano &&
+                         opt.push != IndexEncoding::Bitmap,
+                   Result::Unsupported,
+                   where() + "Elias-Fano index coding (and a bitmap push) run on CPU plans only; device plans pull COO or "
+                               "the hash bitmap and push COO");
     // Layout for sizing (the seed does not change any size).
     part = Partitioner::make(spec.dense_len / spec.row_width, static_cast<uint32_t>(n), opt.seed);
     d = dims(spec, n, opt, lim, part);

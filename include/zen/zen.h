@@ -40,7 +40,10 @@ typedef enum {
  * out-of-range value a caller passes is a checked zenInvalidArgument, not undefined behaviour. */
 typedef enum { zenFloat32 = 0, zenFloat64 = 1, zenFloat16 = 2, zenBfloat16 = 3, zenDataTypeMaxEnum = 0x7FFFFFFF } zenDataType_t;
 typedef enum { zenInt32 = 0, zenInt64 = 1, zenIndexTypeMaxEnum = 0x7FFFFFFF } zenIndexType_t;
-typedef enum { zenPullAuto = 0, zenPullCoo = 1, zenPullBitmap = 2, zenPullEncodingMaxEnum = 0x7FFFFFFF } zenPullEncoding_t;
+/** How index sets travel (docs/algorithms.md, "Index encodings"): zenPullAuto picks the smallest per
+ *  message, zenPullEliasFano codes K positions out of m in about K * (2 + log2(m/K)) bits. The same
+ *  values serve zenOptions_t::push. */
+typedef enum { zenPullAuto = 0, zenPullCoo = 1, zenPullBitmap = 2, zenPullEliasFano = 3, zenPullEncodingMaxEnum = 0x7FFFFFFF } zenPullEncoding_t;
 
 typedef struct zenComm* zenComm_t;
 /** A plan: set up once per tensor shape (collectively), reused for every call; it owns its
@@ -92,6 +95,9 @@ typedef struct {
   uint64_t device_max_nnz;   /**< largest local nnz (rows) per call (0: every row) */
   uint64_t device_recv_capacity; /**< most entries a rank may receive in the push (0: ranks * max_nnz) */
   uint64_t device_pull_rows; /**< largest result support of an owner, in rows (0: min(rows, ranks * max_nnz)) */
+  /* Appended later: callers built against a zen.h without it get the default. */
+  zenPullEncoding_t push;    /**< balanced / sparse_ps push encoding (default zenPullAuto: COO unless a sorted
+                                  code saves at least 1/8 of the message); CPU plans only */
 } zenOptions_t;
 
 const char* zenGetErrorString(zenResult_t result);

@@ -104,6 +104,7 @@ zenOptions_t default_options() {
   std::memset(&o, 0, sizeof o);
   o.size = sizeof(zenOptions_t);
   o.pull = static_cast<zenPullEncoding_t>(d.pull);
+  o.push = static_cast<zenPullEncoding_t>(d.push);
   o.reject_duplicates = d.duplicates == zen::DuplicatePolicy::Reject;
   o.seed = d.seed;
   o.threads = d.threads;
@@ -153,8 +154,10 @@ zenOptions_t read_options(const zenOptions_t* opts) {
 
 zen::SchemeOptions to_scheme_options(const zenOptions_t& c) {
   zen::SchemeOptions o;
-  ZEN_ENFORCE(c.pull >= zenPullAuto && c.pull <= zenPullBitmap,
+  ZEN_ENFORCE(c.pull >= zenPullAuto && c.pull <= zenPullEliasFano,
               "zenSparseAllreduceCreate: unknown pull encoding " + std::to_string(static_cast<int>(c.pull)));
+  ZEN_ENFORCE(c.push >= zenPullAuto && c.push <= zenPullEliasFano,
+              "zenSparseAllreduceCreate: unknown push encoding " + std::to_string(static_cast<int>(c.push)));
   ZEN_ENFORCE(c.hash_functions >= 1, "zenSparseAllreduceCreate: hash_functions " + std::to_string(c.hash_functions) + " must be >= 1");
   ZEN_ENFORCE(c.parallel_factor > 0 && c.serial_fraction >= 0,
               "zenSparseAllreduceCreate: parallel_factor must be > 0 and serial_fraction >= 0");
@@ -162,6 +165,7 @@ zen::SchemeOptions to_scheme_options(const zenOptions_t& c) {
   ZEN_ENFORCE(c.threads >= 0, "zenSparseAllreduceCreate: threads " + std::to_string(c.threads) + " must be >= 0");
   ZEN_ENFORCE(c.node_size >= 0, "zenSparseAllreduceCreate: node_size " + std::to_string(c.node_size) + " must be >= 0");
   o.pull = static_cast<zen::PullEncoding>(c.pull);
+  o.push = static_cast<zen::IndexEncoding>(c.push);
   o.duplicates = c.reject_duplicates ? zen::DuplicatePolicy::Reject : zen::DuplicatePolicy::Sum;
   o.seed = c.seed;
   o.threads = c.threads;

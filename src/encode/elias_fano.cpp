@@ -36,7 +36,7 @@ void ef_encode(const uint64_t* positions, size_t k, uint64_t m, uint8_t* out) {
   w.finish();
 }
 
-bool ef_check(const uint8_t* msg, size_t bytes, uint64_t m, uint64_t k, const char** why) {
+bool ef_check_frame(const uint8_t* msg, size_t bytes, uint64_t m, uint64_t k, const char** why) {
   auto fail = [&](const char* r) {
     if (why) *why = r;
     return false;
@@ -58,14 +58,14 @@ bool ef_check(const uint8_t* msg, size_t bytes, uint64_t m, uint64_t k, const ch
   if (lay.upper_bits % 8 && (msg[lay.upper_bytes - 1] >> (lay.upper_bits % 8))) return fail("padding bit set in the upper part");
   const unsigned __int128 lbits = static_cast<unsigned __int128>(k) * lay.low_bits;
   if (lbits % 8 && (msg[lay.bytes() - 1] >> static_cast<unsigned>(lbits % 8))) return fail("padding bit set in the lower part");
-  bool ok = true, first = true;
-  uint64_t prev = 0;
-  ef_for_each(msg, m, k, [&](uint64_t x, uint64_t) {
-    if (x >= m || (!first && x <= prev)) ok = false;
-    prev = x;
-    first = false;
-  });
-  return ok ? true : fail("positions out of range or not strictly increasing");
+  return true;
+}
+
+bool ef_check(const uint8_t* msg, size_t bytes, uint64_t m, uint64_t k, const char** why) {
+  if (!ef_check_frame(msg, bytes, m, k, why)) return false;
+  if (ef_for_each_checked(msg, m, k, [](uint64_t, uint64_t) {})) return true;
+  if (why) *why = "positions out of range or not strictly increasing";
+  return false;
 }
 
 void ef_decode(const uint8_t* msg, size_t bytes, uint64_t m, uint64_t k, std::vector<uint64_t>& positions) {

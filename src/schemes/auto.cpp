@@ -110,6 +110,8 @@ class Auto final : public SparseAllreduce {
     report_.push_imbalance = r.push_imbalance;
     report_.pull_imbalance = r.pull_imbalance;
     report_.encoding = r.encoding;
+    report_.push_encoding = r.push_encoding;
+    report_.bound_bytes += r.bound_bytes;
     report_.serial_overflows = r.serial_overflows;
     report_.global_rows = r.global_rows;
   }

@@ -1,5 +1,6 @@
-// Balanced Parallelism (Zen): hash partition -> push (alltoallv of COO) -> owner sums in compact
-// per-owner space -> pull (allgatherv of COO or hash bitmap + values) -> decode. See
+// Balanced Parallelism (Zen): hash partition -> push (alltoallv of COO, or of the owner's keys
+// sorted and coded as Elias-Fano / bitmap) -> owner sums in compact per-owner space -> pull
+// (allgatherv of COO, hash bitmap or Elias-Fano + values) -> decode. See
 // docs/algorithms.md ("balanced") and docs/architecture.md ("A plan").
 //
 // The plan owns everything a call needs (hash table, push/pull buffers, owner accumulator, decode
@@ -14,6 +15,7 @@
 #include "plan_util.hpp"
 #include "zen/encode/bitmap.hpp"
 #include "zen/encode/coo.hpp"
+#include "zen/encode/elias_fano.hpp"
 #include "zen/error.hpp"
 #include "zen/hash/hierarchical.hpp"
 #include "zen/schemes/scheme.hpp"
@@ -25,7 +27,7 @@ namespace {
 struct OwnerMeta {
   uint64_t result_rows;  // K_i: positions in owner i's result
   uint64_t pushed_rows;  // rows owner i received in the push (for push imbalance)
-  uint64_t encoding;     // 0 = COO positions, 1 = hash bitmap
+  uint64_t encoding;     // plan::kEncCoo / kEncBitmap / kEncEf
 };
 
 // Tables of pi / pi^-1 over all R rows (4 bytes each) replace the Feistel evaluations of every entry
@@ -44,7 +46,10 @@ struct Workspace {
   HashPartition hp;
   std::vector<uint64_t> scount, rcount;  // keys per peer
   std::vector<size_t> sbytes, sdispl, rbytes, rdispl, pbytes, pdispl;
-  std::vector<uint8_t> sbuf, rbuf, all;
+  std::vector<uint8_t> senc, renc;    // push encoding per peer (sent / received), from (m, K) on both sides
+  std::vector<size_t> sib, rib;       // bytes of the index part of each push segment
+  std::vector<uint64_t> sort_a, sort_b;  // sorted pushes: per-slot records and radix scratch
+  std::vector<uint8_t> sbuf, rbuf, all, rkeys;
   plan::OwnerState owner;
   std::vector<plan::Segment> segs;
   std::vector<float> dup_acc;     // 16-bit inputs with duplicates: fp32 sums per key
@@ -110,7 +115,7 @@ class Balanced final : public SparseAllreduce {
     const int n = comm_.size(), me = comm_.rank();
     const size_t un = static_cast<size_t>(n);
     const size_t D = spec_.row_width, vs = sizeof(T), rb = D * vs;
-    const size_t isz = index_size(wire_), eb = isz + rb;
+    const size_t isz = index_size(wire_);
     maybe_build_tables(in.nnz);
 
     // 1. Hash partition: owner + position per entry, equal keys merged (smallest entry id kept).
@@ -138,32 +143,75 @@ class Balanced final : public SparseAllreduce {
     w.sdispl.resize(un);
     w.rbytes.resize(un);
     w.rdispl.resize(un);
-    size_t stotal = 0, rtotal = 0;
+    w.senc.resize(un);
+    w.renc.resize(un);
+    w.sib.resize(un);
+    w.rib.resize(un);
+    const uint64_t m_me = part_.owner_size(static_cast<uint32_t>(me));
+    size_t stotal = 0, rtotal = 0, sorted_keys = 0, rdecoded = 0;
+    int nsorted = 0;
+    double bound = 0;
     for (int p = 0; p < n; ++p) {
+      const uint64_t mp = part_.owner_size(static_cast<uint32_t>(p));
+      // The own segment stays local as COO; the others by the push rule (same inputs on both sides).
+      w.senc[p] = p == me ? plan::kEncCoo : plan::pick_push_encoding(opt_.push, mp, w.scount[p], isz, rb);
+      w.renc[p] = p == me ? plan::kEncCoo : plan::pick_push_encoding(opt_.push, m_me, w.rcount[p], isz, rb);
+      w.sib[p] = plan::index_part_bytes(w.senc[p], mp, w.scount[p], isz);
+      w.rib[p] = plan::index_part_bytes(w.renc[p], m_me, w.rcount[p], isz);
+      if (w.senc[p] != plan::kEncCoo) {
+        sorted_keys += w.scount[p];
+        ++nsorted;
+      }
+      if (w.renc[p] != plan::kEncCoo) rdecoded += w.rcount[p];
       w.sdispl[p] = stotal;
-      stotal += w.scount[p] * eb;
-      w.sbytes[p] = p == me ? 0 : w.scount[p] * eb;
+      stotal += w.sib[p] + w.scount[p] * rb;
+      w.sbytes[p] = p == me ? 0 : w.sib[p] + w.scount[p] * rb;
       w.rdispl[p] = rtotal;
-      w.rbytes[p] = p == me ? 0 : w.rcount[p] * eb;
+      w.rbytes[p] = p == me ? 0 : w.rib[p] + w.rcount[p] * rb;
       rtotal += w.rbytes[p];
+      if (p != me) bound += static_cast<double>(w.scount[p] * rb) + encode::log2_binomial(mp, w.scount[p]) / 8.0;
     }
+    report_.push_encoding = plan::encodings_name(w.senc.data(), n, me);
     uint8_t* sbuf = plan::grow(w.sbuf, stotal);
     uint8_t* rbuf = plan::grow(w.rbuf, rtotal);
 
-    // 3. Encode: per owner segment [K_p keys][K_p value rows]; merged duplicates summed in entry order.
+    // 3. Encode: per owner segment [index part][K_p value rows]; merged duplicates summed in entry
+    //    order. Segments pushed sorted (Elias-Fano / bitmap) take their keys in position order.
     {
       Phase pe(*this, "encode");
       const auto* vals = static_cast<const uint8_t*>(in.values);
       const size_t K = hp.keys;
+      const bool dups = hp.duplicates;
+      // Sorted segments: one record per slot, (position << 32 | row), or (position << 32 | key)
+      // with duplicates (their rows are summed below by key), radix-sorted on the position bits per
+      // segment (the push rule keeps owner sets above 2^32 positions on COO).
+      uint64_t* srt = nsorted ? plan::grow(w.sort_a, K) : nullptr;
+      if (nsorted) {
+        size_t widest = 0;
+        for (int p = 0; p < n; ++p) widest = std::max(widest, w.senc[p] != plan::kEncCoo ? w.scount[p] : 0);
+        const int stasks = std::max(1, std::min(n, tp.tasks_for(sorted_keys, size_t{1} << 14)));
+        uint64_t* scratch = plan::grow(w.sort_b, widest * static_cast<size_t>(stasks));
+        tp.run(stasks, [&](int t) {
+          for (int p = t; p < n; p += stasks) {
+            if (w.senc[p] == plan::kEncCoo) continue;
+            const size_t b = hp.offsets[p], e = hp.offsets[p + 1];
+            for (size_t k = b; k < e; ++k) srt[k] = (hp.pos[k] << 32) | (dups ? static_cast<uint64_t>(k) : hp.rep[k]);
+            plan::radix_sort_u64(srt + b, scratch + static_cast<size_t>(t) * widest, e - b, 32,
+                                 plan::bits_for(part_.owner_size(static_cast<uint32_t>(p))));
+            plan::write_index_part(w.senc[p], sbuf + w.sdispl[p], part_.owner_size(static_cast<uint32_t>(p)), w.scount[p],
+                                   isz, [&](uint64_t j) { return srt[b + j] >> 32; });
+          }
+        });
+      }
       auto seg_of = [&](size_t k, uint32_t& p) {
         p = static_cast<uint32_t>(std::upper_bound(hp.offsets.begin(), hp.offsets.begin() + n + 1, k) - hp.offsets.begin() - 1);
         return k - hp.offsets[p];
       };
       auto key_at = [&](uint32_t p, size_t j) { return sbuf + w.sdispl[p] + j * isz; };
-      auto row_at = [&](uint32_t p, size_t j) { return sbuf + w.sdispl[p] + w.scount[p] * isz + j * rb; };
-      const bool dups = hp.duplicates;
+      auto row_at = [&](uint32_t p, size_t j) { return sbuf + w.sdispl[p] + w.sib[p] + j * rb; };
       uint64_t* rowoff = dups ? plan::grow(w.row_off, K) : nullptr;
-      // Keys, and the rows when every key has one entry; with duplicates the row offsets.
+      // Keys of the COO segments, and the rows when every key has one entry; with duplicates the
+      // row offsets of the keys.
       tp.parallel_for(K, size_t{1} << 12, [&](size_t b, size_t e, int) {
         uint32_t p = 0;
         size_t j = seg_of(b, p);
@@ -172,12 +220,18 @@ class Balanced final : public SparseAllreduce {
             ++p;
             j = 0;
           }
-          plan::store_key(key_at(p, j), 0, isz, hp.pos[k]);
+          const bool coo = w.senc[p] == plan::kEncCoo;
+          if (coo) plan::store_key(key_at(p, j), 0, isz, hp.pos[k]);
+          const uint64_t low = coo ? (dups ? k : hp.rep[k]) : static_cast<uint32_t>(srt[k]);
           if (dups) {
-            rowoff[k] = static_cast<uint64_t>(row_at(p, j) - sbuf);
+            rowoff[low] = static_cast<uint64_t>(row_at(p, j) - sbuf);
           } else {
-            if (k + plan::kPrefetchAhead < e) plan::prefetch_row(vals + static_cast<size_t>(hp.rep[k + plan::kPrefetchAhead]) * rb, rb);
-            std::memcpy(row_at(p, j), vals + static_cast<size_t>(hp.rep[k]) * rb, rb);
+            const size_t ka = k + plan::kPrefetchAhead;
+            if (ka < e && ka < hp.offsets[p + 1]) {
+              const uint64_t ra = coo ? hp.rep[ka] : static_cast<uint32_t>(srt[ka]);
+              plan::prefetch_row(vals + static_cast<size_t>(ra) * rb, rb);
+            }
+            std::memcpy(row_at(p, j), vals + static_cast<size_t>(low) * rb, rb);
           }
         }
       });
@@ -217,20 +271,34 @@ class Balanced final : public SparseAllreduce {
 
     // 4. Owner sums in compact per-owner space (positions 0..|I_me|-1), sources in rank order; the
     //    first contribution of a position is copied, later ones added (accumulation type).
-    const uint64_t m = part_.owner_size(static_cast<uint32_t>(me));
+    const uint64_t m = m_me;
     uint64_t received = 0, K = 0;
     for (int p = 0; p < n; ++p) received += w.rcount[p];
     {
       Phase pa(*this, "aggregate");
       w.segs.resize(un);
-      for (int p = 0; p < n; ++p) w.segs[p] = plan::Segment{p == me ? sbuf + w.sdispl[me] : rbuf + w.rdispl[p], w.rcount[p]};
+      uint8_t* rk = plan::grow(w.rkeys, rdecoded * isz);
+      for (int p = 0; p < n; ++p) {
+        const uint8_t* seg = p == me ? sbuf + w.sdispl[me] : rbuf + w.rdispl[p];
+        const uint8_t* keys = seg;
+        if (w.renc[p] != plan::kEncCoo) {  // decode the sorted segment's index part into keys
+          if (!plan::decode_index_part(w.renc[p], seg, m, w.rcount[p], isz, rk))
+            ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " balanced push: peer " + std::to_string(p) +
+                                                " sent a malformed " + plan::encoding_name(w.renc[p]) + " index part for " +
+                                                std::to_string(w.rcount[p]) + " rows over an owner set of " + std::to_string(m));
+          keys = rk;
+          rk += w.rcount[p] * isz;
+        }
+        w.segs[p] = plan::Segment{keys, seg + w.rib[p], w.rcount[p]};
+      }
       K = plan::owner_accumulate<T>(w.owner, w.segs.data(), n, isz, D, m, tp, me, "balanced");
     }
 
     // 5. Choose this owner's pull encoding and publish (K_i, pushed_i, encoding_i).
-    const size_t bitmap_b = encode::bitmap_bytes(m), coo_b = K * isz;
-    const bool use_bitmap = opt_.pull == PullEncoding::Bitmap || (opt_.pull == PullEncoding::Auto && bitmap_b < coo_b);
-    w.mine = OwnerMeta{K, received, use_bitmap ? 1u : 0u};
+    const uint8_t enc = plan::pick_encoding(opt_.pull, m, K, isz);
+    w.mine = OwnerMeta{K, received, enc};
+    bound += static_cast<double>(n - 1) * (static_cast<double>(K * rb) + encode::log2_binomial(m, K) / 8.0);
+    report_.bound_bytes = bound;
     w.meta.resize(un);
     {
       Phase ph(*this, "meta");
@@ -241,19 +309,20 @@ class Balanced final : public SparseAllreduce {
     w.loads_push.resize(un);
     w.owner_k.resize(un);
     size_t ptotal = 0;
-    int nbitmap = 0;
+    bool same = true;
     for (int p = 0; p < n; ++p) {
       const uint64_t mp = part_.owner_size(static_cast<uint32_t>(p));
-      w.pbytes[p] = (w.meta[p].encoding ? encode::bitmap_bytes(mp) : w.meta[p].result_rows * isz) + w.meta[p].result_rows * rb;
+      const uint8_t ep = static_cast<uint8_t>(std::min<uint64_t>(w.meta[p].encoding, 255));
+      w.pbytes[p] = plan::index_part_bytes(ep, mp, w.meta[p].result_rows, isz) + w.meta[p].result_rows * rb;
       w.pdispl[p] = ptotal;
       ptotal += w.pbytes[p];
       w.loads_push[p] = w.meta[p].pushed_rows;
       w.owner_k[p] = w.meta[p].result_rows;
-      nbitmap += w.meta[p].encoding ? 1 : 0;
+      same = same && w.meta[p].encoding == w.meta[0].encoding;
     }
     report_.push_imbalance = detail::imbalance(w.loads_push);
     report_.pull_imbalance = detail::imbalance(w.owner_k);
-    report_.encoding = nbitmap == 0 ? "coo" : (nbitmap == n ? "bitmap" : "mixed");
+    report_.encoding = same ? plan::encoding_name(static_cast<uint8_t>(w.meta[0].encoding)) : "mixed";
     report_.global_rows = 0;
     for (int p = 0; p < n; ++p) report_.global_rows += w.meta[p].result_rows;
     uint8_t* all = plan::grow(w.all, ptotal);
@@ -262,7 +331,7 @@ class Balanced final : public SparseAllreduce {
     //    order); clears the presence bits.
     {
       Phase pe(*this, "encode");
-      plan::owner_write<T>(w.owner, isz, D, use_bitmap, all + w.pdispl[me], tp);
+      plan::owner_write<T>(w.owner, isz, D, enc, all + w.pdispl[me], tp);
     }
 
     // 7. Pull: allgatherv of every owner's (index encoding + values), in place.
@@ -280,8 +349,9 @@ class Balanced final : public SparseAllreduce {
       const uint8_t* msg = all + w.pdispl[p];
       const uint64_t mp = part_.owner_size(static_cast<uint32_t>(p));
       const uint64_t Kp = w.meta[p].result_rows;
-      plan::check_pull_message(msg, w.meta[p].encoding != 0, mp, Kp, isz, me, p, "balanced");
-      w.val_off[p] = w.pdispl[p] + (w.meta[p].encoding ? encode::bitmap_bytes(mp) : Kp * isz);
+      const uint8_t ep = static_cast<uint8_t>(std::min<uint64_t>(w.meta[p].encoding, 255));
+      plan::check_pull_message(msg, ep, mp, Kp, isz, me, p, "balanced");
+      w.val_off[p] = w.pdispl[p] + plan::index_part_bytes(ep, mp, Kp, isz);
       w.owner_base[p + 1] = w.owner_base[p] + Kp;
     }
     const uint64_t total = w.owner_base[un];
@@ -302,8 +372,9 @@ class Balanced final : public SparseAllreduce {
         plan::KV* o = kv + w.owner_base[p];
         const uint64_t base = w.val_off[p];
         const uint64_t Kp = w.meta[p].result_rows;
-        plan::for_positions(all + w.pdispl[p], w.meta[p].encoding != 0, part_.owner_size(p), Kp, isz,
-                            [&](uint64_t q, uint64_t k) { o[k] = plan::KV{p + static_cast<uint64_t>(n) * q, base + k * rb}; });
+        plan::for_positions(all + w.pdispl[p], static_cast<uint8_t>(w.meta[p].encoding), part_.owner_size(p), Kp, isz,
+                            [&](uint64_t q, uint64_t k) { o[k] = plan::KV{p + static_cast<uint64_t>(n) * q, base + k * rb}; },
+                            me, static_cast<int>(p), "balanced");
         if (table) {
           for (uint64_t k = 0; k < Kp; ++k) {
             if (k + 16 < Kp) __builtin_prefetch(inv + o[k + 16].key);

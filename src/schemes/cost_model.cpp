@@ -2,6 +2,8 @@
 // Counts, and an alpha-beta time.
 #include "zen/model/cost_model.hpp"
 
+#include "owner_stage.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <unordered_set>
@@ -367,16 +369,19 @@ Traffic traffic(const std::string& scheme, const Problem& p, const Counts& c) {
     const auto& push = bal ? c.bal_push : c.ps_push;
     const auto& Ko = bal ? c.bal_K : c.ps_K;
     ZEN_ENFORCE(push.size() == un && Ko.size() == un, "cost model: counts lack the per-owner loads");
-    const uint64_t iw = key_width(m(0)), e = iw + D * vs;
+    const uint64_t iw = key_width(m(0)), rb = D * vs;
+    // Pull message of owner o and push message r -> o: index part by the schemes' rules (owner_stage.hpp).
     std::vector<uint64_t> P(un);
-    int nbitmap = 0;
+    std::vector<uint8_t> encs(un);
     for (int o = 0; o < n; ++o) {
-      const uint64_t bm = (m(o) + 7) / 8, K = Ko[static_cast<size_t>(o)];
-      const bool use_bm = p.opt.pull == PullEncoding::Bitmap || (p.opt.pull == PullEncoding::Auto && bm < K * iw);
-      nbitmap += use_bm ? 1 : 0;
-      P[static_cast<size_t>(o)] = (use_bm ? bm : K * iw) + K * D * vs;
+      const uint64_t K = Ko[static_cast<size_t>(o)];
+      encs[static_cast<size_t>(o)] = plan::pick_encoding(p.opt.pull, m(o), K, iw);
+      P[static_cast<size_t>(o)] = plan::index_part_bytes(encs[static_cast<size_t>(o)], m(o), K, iw) + K * rb;
     }
-    t.encoding = nbitmap == 0 ? "coo" : (nbitmap == n ? "bitmap" : "mixed");
+    t.encoding = plan::encodings_name(encs.data(), n, -1);
+    auto push_bytes = [&](int o, uint64_t K) {
+      return plan::index_part_bytes(plan::pick_push_encoding(p.opt.push, m(o), K, iw, rb), m(o), K, iw) + K * rb;
+    };
     if (bal) phase("hash", 0, 0);
     PhaseTraffic& cn = phase("counts", lg, lg);
     if (bal) phase("encode", 0, 0);
@@ -395,8 +400,9 @@ Traffic traffic(const std::string& scheme, const Problem& p, const Counts& c) {
         if (o == r) continue;
         const auto uo = static_cast<size_t>(o);
         pl.recv[ur] += P[uo];
-        pu.sent[ur] += push[ur][uo] * e;
-        pu.recv[uo] += push[ur][uo] * e;
+        const uint64_t b = push_bytes(o, push[ur][uo]);
+        pu.sent[ur] += b;
+        pu.recv[uo] += b;
       }
     }
   }

@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "plan_util.hpp"
+#include "zen/encode/elias_fano.hpp"
 #include "zen/error.hpp"
+#include "zen/schemes/scheme.hpp"
 
 namespace zen::plan {
 
@@ -122,11 +124,104 @@ struct OwnerState {
   std::vector<uint8_t> svals;
 };
 
-/// A pushed segment: `count` keys (isz bytes each) followed by `count` value rows.
+/// A pushed segment: `count` keys (isz bytes each, decoded when the push was not COO) and `count`
+/// value rows.
 struct Segment {
-  const uint8_t* data = nullptr;
+  const uint8_t* keys = nullptr;
+  const uint8_t* rows = nullptr;
   uint64_t count = 0;
 };
+
+/// Wire codes of an index part (the owners' meta and the push messages agree on them).
+enum : uint8_t { kEncCoo = 0, kEncBitmap = 1, kEncEf = 2 };
+
+inline const char* encoding_name(uint8_t e) { return e == kEncBitmap ? "bitmap" : e == kEncEf ? "ef" : "coo"; }
+
+/// Name of the encodings e[0..n) other than e[skip]: the common one, or "mixed" ("coo" when none).
+inline const char* encodings_name(const uint8_t* e, int n, int skip) {
+  int first = -1;
+  for (int p = 0; p < n; ++p) {
+    if (p == skip) continue;
+    if (first < 0) first = e[p];
+    else if (e[p] != first) return "mixed";
+  }
+  return encoding_name(first < 0 ? kEncCoo : static_cast<uint8_t>(first));
+}
+
+/// Bytes of the index part of K positions out of m in encoding `e`.
+inline size_t index_part_bytes(uint8_t e, uint64_t m, uint64_t K, size_t isz) {
+  if (e == kEncBitmap) return static_cast<size_t>((m + 7) / 8);
+  if (e == kEncEf) return encode::ef_bytes(m, K);
+  return static_cast<size_t>(K) * isz;
+}
+
+/// The pull rule: a forced encoding, or (Auto) the smallest index part, ties to the simpler code.
+inline uint8_t pick_encoding(IndexEncoding opt, uint64_t m, uint64_t K, size_t isz) {
+  if (opt == IndexEncoding::Coo) return kEncCoo;
+  if (opt == IndexEncoding::Bitmap) return kEncBitmap;
+  if (opt == IndexEncoding::EliasFano) return kEncEf;
+  uint8_t best = kEncCoo;
+  size_t b = index_part_bytes(kEncCoo, m, K, isz);
+  for (uint8_t e : {kEncBitmap, kEncEf}) {
+    const size_t x = index_part_bytes(e, m, K, isz);
+    if (x < b) {
+      best = e;
+      b = x;
+    }
+  }
+  return best;
+}
+
+/// The push rule: Auto keeps COO unless a sorted encoding saves at least 1/8 of the message of K
+/// rows of rb bytes (the sender may have to sort its keys for it); forced encodings as in the pull.
+/// Owner sets of more than 2^32 positions always push COO.
+inline uint8_t pick_push_encoding(IndexEncoding opt, uint64_t m, uint64_t K, size_t isz, size_t rb) {
+  if (m > (uint64_t{1} << 32)) return kEncCoo;  // balanced sorts (position << 32 | row) records
+  const uint8_t e = pick_encoding(opt, m, K, isz);
+  if (opt != IndexEncoding::Auto || e == kEncCoo) return e;
+  const size_t coo = static_cast<size_t>(K) * (isz + rb), alt = index_part_bytes(e, m, K, isz) + static_cast<size_t>(K) * rb;
+  return (coo - alt) * 8 >= coo ? e : kEncCoo;
+}
+
+/// Write the index part of K ascending positions pos(0..K-1) < m in encoding e (COO: isz-byte keys).
+template <typename G>
+void write_index_part(uint8_t e, uint8_t* out, uint64_t m, uint64_t K, size_t isz, G&& pos) {
+  if (e == kEncBitmap) {
+    const size_t nb = static_cast<size_t>((m + 7) / 8);
+    if (nb) std::memset(out, 0, nb);
+    for (uint64_t j = 0; j < K; ++j) {
+      const uint64_t q = pos(j);
+      out[q >> 3] = static_cast<uint8_t>(out[q >> 3] | (1u << (q & 7)));
+    }
+  } else if (e == kEncEf) {
+    encode::EliasFanoWriter w(out, m, K);
+    for (uint64_t j = 0; j < K; ++j) w.push(pos(j));
+    w.finish();
+  } else {
+    for (uint64_t j = 0; j < K; ++j) store_key(out, j, isz, pos(j));
+  }
+}
+
+/// Validate a received bitmap / Elias-Fano index part of K positions out of m and decode it into K
+/// keys of isz bytes. False when it is malformed (wrong count, padding, order, range).
+inline bool decode_index_part(uint8_t e, const uint8_t* in, uint64_t m, uint64_t K, size_t isz, uint8_t* keys) {
+  if (e == kEncEf)
+    return encode::ef_check_frame(in, encode::ef_bytes(m, K), m, K) &&
+           encode::ef_for_each_checked(in, m, K, [&](uint64_t q, uint64_t j) { store_key(keys, j, isz, q); });
+  const size_t nb = static_cast<size_t>((m + 7) / 8), words = (nb + 7) / 8;
+  if (m % 8 && (in[m / 8] >> (m % 8))) return false;
+  uint64_t j = 0;
+  for (size_t i = 0; i < words; ++i) {
+    uint64_t x = 0;
+    std::memcpy(&x, in + i * 8, nb - i * 8 < 8 ? nb - i * 8 : 8);
+    while (x) {
+      if (j == K) return false;
+      store_key(keys, j++, isz, i * 64 + static_cast<uint64_t>(__builtin_ctzll(x)));
+      x &= x - 1;
+    }
+  }
+  return j == K;
+}
 
 /// Sum the segments (in rank order) into st; returns K, the number of distinct positions.
 /// Positions >= m are an error naming the source rank (ranks disagree on N, the seed or ranges).
@@ -140,7 +235,7 @@ uint64_t owner_accumulate(OwnerState& st, const Segment* segs, int n, size_t isz
   for (int src = 0; src < n; ++src) {
     received += segs[src].count;
     for (size_t k = 0; k < segs[src].count; ++k) {
-      const uint64_t q = load_key(segs[src].data, k, isz);
+      const uint64_t q = load_key(segs[src].keys, k, isz);
       if (q >= m)
         ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " " + scheme + " push: peer " + std::to_string(src) +
                                             " sent position " + std::to_string(q) + " outside owner set of size " +
@@ -155,7 +250,7 @@ uint64_t owner_accumulate(OwnerState& st, const Segment* segs, int n, size_t isz
     size_t o = 0;
     for (int src = 0; src < n; ++src)
       for (size_t k = 0; k < segs[src].count; ++k)
-        kv[o++] = KV{load_key(segs[src].data, k, isz), (static_cast<uint64_t>(src) << 40) | k};
+        kv[o++] = KV{load_key(segs[src].keys, k, isz), (static_cast<uint64_t>(src) << 40) | k};
     st.sorter.sort(st.kv, st.kv_tmp, received, bits_for(m), &tp);
     kv = st.kv.data();
     uint64_t K = 0;
@@ -165,7 +260,7 @@ uint64_t owner_accumulate(OwnerState& st, const Segment* segs, int n, size_t isz
     auto row = [&](uint64_t v) {
       const int src = static_cast<int>(v >> 40);
       const uint64_t k = v & ((uint64_t{1} << 40) - 1);
-      return segs[src].data + segs[src].count * isz + k * rb;
+      return segs[src].rows + k * rb;
     };
     size_t j = 0;
     for (size_t i = 0; i < received;) {
@@ -196,9 +291,9 @@ uint64_t owner_accumulate(OwnerState& st, const Segment* segs, int n, size_t isz
     const uint64_t hi = t + 1 == tasks ? m : (m * static_cast<uint64_t>(t + 1) / static_cast<uint64_t>(tasks)) & ~uint64_t{63};
     uint64_t f = 0;
     for (int src = 0; src < n; ++src) {
-      const uint8_t* keys = segs[src].data;
+      const uint8_t* keys = segs[src].keys;
       const uint64_t cnt = segs[src].count;
-      const uint8_t* rows = keys + cnt * isz;
+      const uint8_t* rows = segs[src].rows;
       for (size_t k = 0; k < cnt; ++k) {
         if (k + kPrefetchAhead < cnt) {
           const uint64_t qa = load_key(keys, k + kPrefetchAhead, isz);
@@ -227,30 +322,34 @@ uint64_t owner_accumulate(OwnerState& st, const Segment* segs, int n, size_t isz
   return K;
 }
 
-/// Write the owner's pull message into `msg`: the presence bitmap (ceil(m/8) bytes) or K positions
-/// of isz bytes, then the K value rows in position order. Clears the presence bits.
+/// Write the owner's pull message into `msg`: the index part in encoding `enc` (the presence
+/// bitmap, K positions of isz bytes or Elias-Fano), then the K value rows in position order. Clears
+/// the presence bits.
 template <typename T>
-void owner_write(OwnerState& st, size_t isz, size_t D, bool bitmap, uint8_t* msg, detail::ThreadPool& tp) {
+void owner_write(OwnerState& st, size_t isz, size_t D, uint8_t enc, uint8_t* msg, detail::ThreadPool& tp) {
+  const bool bitmap = enc == kEncBitmap;
   using A = typename accum_of<T>::type;
   const size_t vs = sizeof(T), rb = D * vs;
   const uint64_t m = st.m, K = st.K;
+  const size_t ib = index_part_bytes(enc, m, K, isz);
   if (st.sparse) {
-    const size_t bb = static_cast<size_t>((m + 7) / 8);
-    if (bitmap) {
-      if (bb) std::memset(msg, 0, bb);
-      for (uint64_t k = 0; k < K; ++k) msg[st.spos[k] >> 3] = static_cast<uint8_t>(msg[st.spos[k] >> 3] | (1u << (st.spos[k] & 7)));
-    } else {
-      for (uint64_t k = 0; k < K; ++k) store_key(msg, k, isz, st.spos[k]);
-    }
-    if (K) std::memcpy(msg + (bitmap ? bb : K * isz), st.svals.data(), K * rb);
+    const uint64_t* sp = st.spos.data();
+    write_index_part(enc, msg, m, K, isz, [&](uint64_t k) { return sp[k]; });
+    if (K) std::memcpy(msg + ib, st.svals.data(), K * rb);
     return;
   }
   const A* acc = reinterpret_cast<const A*>(st.acc.data());
   uint64_t* present = st.present.data();
   const size_t words = static_cast<size_t>((m + 63) / 64);
   const size_t bitmap_b = static_cast<size_t>((m + 7) / 8);
-  uint8_t* vout = msg + (bitmap ? bitmap_b : K * isz);
+  uint8_t* vout = msg + ib;
   if (bitmap && bitmap_b) std::memcpy(msg, present, bitmap_b);  // LSB-first: little-endian words
+  if (enc == kEncEf) {  // one pass over the presence words (read only: the value pass clears them)
+    encode::EliasFanoWriter w(msg, m, K);
+    for (size_t i = 0; i < words; ++i)
+      for (uint64_t x = present[i]; x; x &= x - 1) w.push(i * 64 + static_cast<uint64_t>(__builtin_ctzll(x)));
+    w.finish();
+  }
   // Words are split among tasks; each task's output starts at the popcount before its range.
   const int tasks = tp.tasks_for(K * D, size_t{1} << 16);
   std::vector<uint64_t>& before = st.scratch;
@@ -273,7 +372,7 @@ void owner_write(OwnerState& st, size_t isz, size_t D, bool bitmap, uint8_t* msg
       while (x) {
         const uint64_t q = i * 64 + static_cast<uint64_t>(__builtin_ctzll(x));
         x &= x - 1;
-        if (!bitmap) store_key(msg, o, isz, q);
+        if (enc == kEncCoo) store_key(msg, o, isz, q);
         row_store<T>(vout + o * rb, acc + q * D, D);
         ++o;
       }
@@ -283,11 +382,17 @@ void owner_write(OwnerState& st, size_t isz, size_t D, bool bitmap, uint8_t* msg
 }
 
 /// Check an owner's pull message of `K` rows over `m` positions: a bitmap must have exactly K bits
-/// set and clear padding; COO positions must be < m. Throws InvalidUsage naming the owner.
-inline void check_pull_message(const uint8_t* msg, bool bitmap, uint64_t m, uint64_t K, size_t isz, int me, int owner,
+/// set and clear padding; COO positions must be < m; Elias-Fano must pass ef_check. Throws
+/// InvalidUsage naming the owner.
+inline void check_pull_message(const uint8_t* msg, uint8_t enc, uint64_t m, uint64_t K, size_t isz, int me, int owner,
                                const char* scheme) {
   bool ok = true;
-  if (bitmap) {
+  const bool bitmap = enc == kEncBitmap;
+  if (enc > kEncEf) {
+    ok = false;
+  } else if (enc == kEncEf) {
+    ok = encode::ef_check_frame(msg, encode::ef_bytes(m, K), m, K);  // order and range: for_positions
+  } else if (bitmap) {
     const size_t nb = static_cast<size_t>((m + 7) / 8);
     uint64_t c = 0;
     size_t i = 0;
@@ -299,14 +404,23 @@ inline void check_pull_message(const uint8_t* msg, bool bitmap, uint64_t m, uint
   }
   if (!ok)
     ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " " + scheme + " pull: owner " + std::to_string(owner) +
-                                        " sent a " + (bitmap ? "bitmap" : "position list") + " that does not match the " +
+                                        " sent a " + (bitmap ? "bitmap" : enc == kEncEf ? "Elias-Fano position set" : "position list") +
+                                        " that does not match the " +
                                         std::to_string(K) + " rows it announced over a set of " + std::to_string(m));
 }
 
-/// f(position, k) for the K positions of an owner's pull message, ascending.
+/// f(position, k) for the K positions of an owner's pull message (checked by check_pull_message),
+/// ascending. An Elias-Fano message is checked for order and range here, in the same pass: a
+/// violation throws InvalidUsage naming the owner (f is not called for the bad position).
 template <typename F>
-void for_positions(const uint8_t* msg, bool bitmap, uint64_t m, uint64_t K, size_t isz, F&& f) {
-  if (bitmap) {
+void for_positions(const uint8_t* msg, uint8_t enc, uint64_t m, uint64_t K, size_t isz, F&& f, int me = -1,
+                   int owner = -1, const char* scheme = "") {
+  if (enc == kEncEf) {
+    if (!encode::ef_for_each_checked(msg, m, K, f))
+      ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " " + scheme + " pull: owner " + std::to_string(owner) +
+                                          " sent an Elias-Fano position set that is not strictly increasing within [0, " +
+                                          std::to_string(m) + ")");
+  } else if (enc == kEncBitmap) {
     const size_t nb = static_cast<size_t>((m + 7) / 8), words = (nb + 7) / 8;
     uint64_t k = 0;
     for (size_t i = 0; i < words; ++i) {

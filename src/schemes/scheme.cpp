@@ -90,6 +90,8 @@ void SparseAllreduce::reset_report() {
   report_.push_imbalance = report_.pull_imbalance = 1.0;
   report_.result_nnz = 0;
   report_.encoding.clear();
+  report_.push_encoding.clear();
+  report_.bound_bytes = 0;
   report_.serial_overflows = 0;
   report_.global_rows = 0;
   report_.scheme.clear();

@@ -1,8 +1,9 @@
 // Sparse parameter-server baseline (Parallax / BytePS style): the R rows are split into n contiguous
-// near-equal key ranges, owner o serving range o. Push: alltoall of entry counts, alltoallv of COO
-// (keys relative to the owner's range start, wire width from the largest range) to the range owner;
+// near-equal key ranges, owner o serving range o. Push: alltoall of entry counts, alltoallv of COO or
+// (sorted keys, IndexEncoding push rule) Elias-Fano / bitmap index parts
+// + rows (keys relative to the range start, wire width from the largest range) to the range owner;
 // the owner sums (rank order, one rounding). Pull: allgather of (result rows, pushed rows, encoding)
-// then allgatherv of every owner's result as COO or as a range bitmap + values (PullEncoding::Auto
+// then allgatherv of every owner's result as COO, a range bitmap or Elias-Fano + values (PullEncoding::Auto
 // picks the smaller per owner). Skew concentrates load on the owner of the hot range.
 // See docs/algorithms.md, "sparse_ps". A plan: its workspace only grows (no steady-state allocation).
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "owner_stage.hpp"
 #include "plan_util.hpp"
 #include "zen/encode/bitmap.hpp"
+#include "zen/encode/elias_fano.hpp"
 #include "zen/encode/coo.hpp"
 #include "zen/error.hpp"
 #include "zen/schemes/scheme.hpp"
@@ -22,14 +24,16 @@ namespace {
 struct OwnerMeta {
   uint64_t result_rows;
   uint64_t pushed_rows;
-  uint64_t encoding;  // 0 = COO, 1 = range bitmap
+  uint64_t encoding;  // plan::kEncCoo / kEncBitmap / kEncEf
 };
 
 struct Workspace {
   plan::Coalescer co;
   std::vector<uint64_t> scount, rcount, pushed, results;
   std::vector<size_t> first, sb, sd, rb, rd, pb, pd;
-  std::vector<uint8_t> sbuf, rbuf, all;
+  std::vector<uint8_t> senc, renc;  // push encoding per peer (sent / received)
+  std::vector<size_t> sib, rib;     // index-part bytes of each push segment
+  std::vector<uint8_t> sbuf, rbuf, all, rkeys;
   plan::OwnerState owner;
   std::vector<plan::Segment> segs;
   std::vector<OwnerMeta> meta;
@@ -59,7 +63,7 @@ class SparsePS final : public SparseAllreduce {
     const int n = comm_.size(), me = comm_.rank();
     const size_t un = static_cast<size_t>(n);
     const size_t D = spec_.row_width, vs = sizeof(T), rowb = D * vs;
-    const size_t isz = index_size(wire_), eb = isz + rowb;
+    const size_t isz = index_size(wire_);
     const plan::Coalesced loc = w.co.run(in, spec_, true, &tp);  // sorted: owner ranges are contiguous
 
     // Split the sorted local rows by owner range.
@@ -83,22 +87,37 @@ class SparsePS final : public SparseAllreduce {
     w.sd.resize(un);
     w.rb.resize(un);
     w.rd.resize(un);
-    size_t st = 0, rt = 0;
+    w.senc.resize(un);
+    w.renc.resize(un);
+    w.sib.resize(un);
+    w.rib.resize(un);
+    size_t st = 0, rt = 0, rdecoded = 0;
+    double bound = 0;
     for (int p = 0; p < n; ++p) {
+      // Keys are sorted already: the push rule picks COO / bitmap / Elias-Fano (own segment: COO).
+      w.senc[p] = p == me ? plan::kEncCoo : plan::pick_push_encoding(opt_.push, range(p), w.scount[p], isz, rowb);
+      w.renc[p] = p == me ? plan::kEncCoo : plan::pick_push_encoding(opt_.push, range(me), w.rcount[p], isz, rowb);
+      w.sib[p] = plan::index_part_bytes(w.senc[p], range(p), w.scount[p], isz);
+      w.rib[p] = plan::index_part_bytes(w.renc[p], range(me), w.rcount[p], isz);
+      if (w.renc[p] != plan::kEncCoo) rdecoded += w.rcount[p];
       w.sd[p] = st;
-      st += w.scount[p] * eb;
-      w.sb[p] = p == me ? 0 : w.scount[p] * eb;
+      st += w.sib[p] + w.scount[p] * rowb;
+      w.sb[p] = p == me ? 0 : w.sib[p] + w.scount[p] * rowb;
       w.rd[p] = rt;
-      w.rb[p] = p == me ? 0 : w.rcount[p] * eb;
+      w.rb[p] = p == me ? 0 : w.rib[p] + w.rcount[p] * rowb;
       rt += w.rb[p];
+      if (p != me) bound += static_cast<double>(w.scount[p] * rowb) + encode::log2_binomial(range(p), w.scount[p]) / 8.0;
     }
+    report_.push_encoding = plan::encodings_name(w.senc.data(), n, me);
     uint8_t* sbuf = plan::grow(w.sbuf, st);
     uint8_t* rbuf = plan::grow(w.rbuf, rt);
     for (int o = 0; o < n; ++o) {
       uint8_t* seg = sbuf + w.sd[o];
       const uint64_t base = lo(o);
-      for (size_t k = 0; k < w.scount[o]; ++k) plan::store_key(seg, k, isz, static_cast<uint64_t>(loc.keys[w.first[o] + k]) - base);
-      if (w.scount[o]) std::memcpy(seg + w.scount[o] * isz, loc.rows + w.first[o] * rowb, w.scount[o] * rowb);
+      const int64_t* keys = loc.keys + w.first[o];
+      plan::write_index_part(w.senc[o], seg, range(o), w.scount[o], isz,
+                             [&](uint64_t k) { return static_cast<uint64_t>(keys[k]) - base; });
+      if (w.scount[o]) std::memcpy(seg + w.sib[o], loc.rows + w.first[o] * rowb, w.scount[o] * rowb);
     }
     {
       Phase ph(*this, "push");
@@ -109,15 +128,26 @@ class SparsePS final : public SparseAllreduce {
     const uint64_t m = range(me);
     uint64_t pushed = 0;
     w.segs.resize(un);
+    uint8_t* rk = plan::grow(w.rkeys, rdecoded * isz);
     for (int p = 0; p < n; ++p) {
-      w.segs[p] = plan::Segment{p == me ? sbuf + w.sd[me] : rbuf + w.rd[p], w.rcount[p]};
+      const uint8_t* seg = p == me ? sbuf + w.sd[me] : rbuf + w.rd[p];
+      const uint8_t* keys = seg;
+      if (w.renc[p] != plan::kEncCoo) {
+        if (!plan::decode_index_part(w.renc[p], seg, m, w.rcount[p], isz, rk))
+          ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " sparse_ps push: peer " + std::to_string(p) +
+                                              " sent a malformed " + plan::encoding_name(w.renc[p]) + " index part for " +
+                                              std::to_string(w.rcount[p]) + " rows over a range of " + std::to_string(m));
+        keys = rk;
+        rk += w.rcount[p] * isz;
+      }
+      w.segs[p] = plan::Segment{keys, seg + w.rib[p], w.rcount[p]};
       pushed += w.rcount[p];
     }
     const uint64_t K = plan::owner_accumulate<T>(w.owner, w.segs.data(), n, isz, D, m, tp, me, "sparse_ps");
-    const size_t bitmap_b = encode::bitmap_bytes(m);
-    const bool use_bitmap = opt_.pull == PullEncoding::Bitmap || (opt_.pull == PullEncoding::Auto && bitmap_b < K * isz);
-
-    w.mine = OwnerMeta{K, pushed, use_bitmap ? 1u : 0u};
+    const uint8_t enc = plan::pick_encoding(opt_.pull, m, K, isz);
+    w.mine = OwnerMeta{K, pushed, enc};
+    bound += static_cast<double>(n - 1) * (static_cast<double>(K * rowb) + encode::log2_binomial(m, K) / 8.0);
+    report_.bound_bytes = bound;
     w.meta.resize(un);
     {
       Phase ph(*this, "meta");
@@ -128,22 +158,23 @@ class SparsePS final : public SparseAllreduce {
     w.pushed.resize(un);
     w.results.resize(un);
     size_t pt = 0;
-    int nbitmap = 0;
+    bool same = true;
     for (int o = 0; o < n; ++o) {
-      w.pb[o] = (w.meta[o].encoding ? encode::bitmap_bytes(range(o)) : w.meta[o].result_rows * isz) + w.meta[o].result_rows * rowb;
+      const uint8_t eo = static_cast<uint8_t>(std::min<uint64_t>(w.meta[o].encoding, 255));
+      w.pb[o] = plan::index_part_bytes(eo, range(o), w.meta[o].result_rows, isz) + w.meta[o].result_rows * rowb;
       w.pd[o] = pt;
       pt += w.pb[o];
       w.pushed[o] = w.meta[o].pushed_rows;
       w.results[o] = w.meta[o].result_rows;
-      nbitmap += w.meta[o].encoding ? 1 : 0;
+      same = same && w.meta[o].encoding == w.meta[0].encoding;
     }
     report_.push_imbalance = baseline::imbalance(w.pushed);
     report_.pull_imbalance = baseline::imbalance(w.results);
-    report_.encoding = nbitmap == 0 ? "coo" : (nbitmap == n ? "bitmap" : "mixed");
+    report_.encoding = same ? plan::encoding_name(static_cast<uint8_t>(w.meta[0].encoding)) : "mixed";
     report_.global_rows = 0;
     for (int o = 0; o < n; ++o) report_.global_rows += w.meta[o].result_rows;
     uint8_t* all = plan::grow(w.all, pt);
-    plan::owner_write<T>(w.owner, isz, D, use_bitmap, all + w.pd[me], tp);
+    plan::owner_write<T>(w.owner, isz, D, enc, all + w.pd[me], tp);
     {
       Phase ph(*this, "pull");
       comm_.allgatherv(all + w.pd[me], w.pb[me], all, w.pb.data(), w.pd.data());
@@ -152,8 +183,8 @@ class SparsePS final : public SparseAllreduce {
     // Decode: owners in range order, positions ascending -> globally sorted rows.
     uint64_t total = 0;
     for (int o = 0; o < n; ++o) {
-      const bool bm = w.meta[o].encoding != 0;
-      plan::check_pull_message(all + w.pd[o], bm, range(o), w.meta[o].result_rows, isz, me, o, "sparse_ps");
+      const uint8_t eo = static_cast<uint8_t>(std::min<uint64_t>(w.meta[o].encoding, 255));
+      plan::check_pull_message(all + w.pd[o], eo, range(o), w.meta[o].result_rows, isz, me, o, "sparse_ps");
       total += w.meta[o].result_rows;
     }
     report_.result_nnz = total;
@@ -162,17 +193,20 @@ class SparsePS final : public SparseAllreduce {
     uint64_t out_k = 0;
     for (int o = 0; o < n; ++o) {
       const uint8_t* msg = all + w.pd[o];
-      const bool bm = w.meta[o].encoding != 0;
+      const uint8_t bm = static_cast<uint8_t>(w.meta[o].encoding);
       const uint64_t Ko = w.meta[o].result_rows, base = lo(o);
-      const uint8_t* v = msg + (bm ? encode::bitmap_bytes(range(o)) : Ko * isz);
+      const uint8_t* v = msg + plan::index_part_bytes(bm, range(o), Ko, isz);
       if (sparse_out) {
         int64_t* oi = sparse_out->indices.data() + out_k;
-        plan::for_positions(msg, bm, range(o), Ko, isz, [&](uint64_t q, uint64_t k) { oi[k] = static_cast<int64_t>(base + q); });
+        plan::for_positions(
+            msg, bm, range(o), Ko, isz, [&](uint64_t q, uint64_t k) { oi[k] = static_cast<int64_t>(base + q); }, me, o,
+            "sparse_ps");
         if (Ko) std::memcpy(sparse_out->values.data() + out_k * rowb, v, Ko * rowb);
       } else {
         auto* d = static_cast<uint8_t*>(dense_out);
         plan::for_positions(msg, bm, range(o), Ko, isz,
-                            [&](uint64_t q, uint64_t k) { std::memcpy(d + (base + q) * rowb, v + k * rowb, rowb); });
+                            [&](uint64_t q, uint64_t k) { std::memcpy(d + (base + q) * rowb, v + k * rowb, rowb); }, me, o,
+                            "sparse_ps");
       }
       out_k += Ko;
     }

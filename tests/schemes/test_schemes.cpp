@@ -39,12 +39,14 @@ TEST_P(SchemeSuite, MatchesReferenceOnEveryRank) {
 TEST_P(SchemeSuite, BytesMatchDocumentedFormula) {
   const auto& [scheme, n] = GetParam();
   std::vector<PullEncoding> pulls{PullEncoding::Auto};
-  if (scheme == "sparse_ps" || scheme == "balanced") pulls = {PullEncoding::Auto, PullEncoding::Coo, PullEncoding::Bitmap};
+  if (scheme == "sparse_ps" || scheme == "balanced")
+    pulls = {PullEncoding::Auto, PullEncoding::Coo, PullEncoding::Bitmap, PullEncoding::EliasFano};
   for (const char* kind : {"empty", "single", "sparse1", "half", "full", "skew", "dups", "switch", "one_rank_all"})
     for (int v = 0; v < 2; ++v)
       for (PullEncoding pull : pulls) {
         Case cs = test::make_case(kind, n, v);
         cs.opt.pull = pull;
+        cs.opt.push = pull;  // the same forced code both ways (Auto: the push rule)
         const auto ref = test::reference(cs);
         const auto want_sparse = test::expected_traffic(scheme, cs, n, true);
         const auto want_dense = test::expected_traffic(scheme, cs, n, false);

@@ -79,46 +79,77 @@ class EliasFanoWriter {
 /// position out of range or out of order.
 void ef_encode(const uint64_t* positions, size_t k, uint64_t m, uint8_t* out);
 
-/// f(x_i, i) for the k positions of a message of ef_bytes(m, k) bytes, ascending; no validation
-/// (run ef_check first on untrusted input).
-template <typename F>
-void ef_for_each(const uint8_t* msg, uint64_t m, uint64_t k, F&& f) {
+namespace detail {
+/// Low bits of position i (L <= 56): one unaligned 8-byte load where the lower part has 8 bytes
+/// left, else byte by byte (never reads past the message).
+inline uint64_t ef_low(const uint8_t* lower, size_t lower_bytes, uint64_t i, uint32_t L, uint64_t mask) {
+  const uint64_t bit = i * L;
+  const size_t byte = static_cast<size_t>(bit >> 3);
+  uint64_t v = 0;
+  if (byte + 8 <= lower_bytes) {
+    std::memcpy(&v, lower + byte, 8);
+  } else {
+    for (size_t j = 0; byte + j < lower_bytes; ++j) v |= uint64_t{lower[byte + j]} << (8 * j);
+  }
+  return (v >> (bit & 7)) & mask;
+}
+inline uint64_t ef_low_wide(const uint8_t* lower, uint64_t i, uint32_t L) {  // L > 56
+  uint64_t low = 0;
+  for (uint32_t j = 0; j < L; ++j) {
+    const uint64_t bit = i * L + j;
+    low |= static_cast<uint64_t>((lower[bit >> 3] >> (bit & 7)) & 1u) << j;
+  }
+  return low;
+}
+/// Walk the positions: f(x_i, i) for each, ascending. Checked: stop and return false at the first
+/// position that is >= m or not above its predecessor (f never sees it).
+template <bool Checked, typename F>
+bool ef_walk(const uint8_t* msg, uint64_t m, uint64_t k, F&& f) {
   const EliasFanoLayout lay = ef_layout(m, k);
-  if (!k) return;
+  if (!k) return true;
   const uint8_t* lower = msg + lay.upper_bytes;
   const uint32_t L = lay.low_bits;
   const uint64_t mask = L ? (~uint64_t{0} >> (64 - L)) : 0;
   const size_t ub = lay.upper_bytes, words = (ub + 7) / 8;
-  uint64_t i = 0, acc = 0;
-  uint32_t nacc = 0;
-  size_t lo = 0;
-  for (size_t w = 0; w < words && i < k; ++w) {
+  uint64_t i = 0, next = 0;  // next: the smallest value the next position may take
+  for (size_t w = 0; w < words; ++w) {
     uint64_t x = 0;
     std::memcpy(&x, msg + w * 8, ub - w * 8 < 8 ? ub - w * 8 : 8);
     while (x) {
       const uint64_t b = w * 64 + static_cast<uint64_t>(__builtin_ctzll(x));
       x &= x - 1;
-      uint64_t low = 0;
-      if (L && L <= 56) {
-        while (nacc < L) {  // refill whole bytes (nacc stays <= 63)
-          acc |= (lo < lay.lower_bytes ? uint64_t{lower[lo]} : 0) << nacc;
-          ++lo;
-          nacc += 8;
-        }
-        low = acc & mask;
-        acc >>= L;
-        nacc -= L;
-      } else if (L) {  // L > 56: bit by bit (m / K >= 2^57, a handful of positions)
-        for (uint32_t j = 0; j < L; ++j) {
-          const uint64_t bit = i * L + j;
-          low |= static_cast<uint64_t>((lower[bit >> 3] >> (bit & 7)) & 1u) << j;
-        }
+      const uint64_t low = L == 0 ? 0 : L <= 56 ? ef_low(lower, lay.lower_bytes, i, L, mask) : ef_low_wide(lower, i, L);
+      const uint64_t v = ((b - i) << L) | low;
+      if constexpr (Checked) {
+        if (v >= m || v < next) return false;
+        next = v + 1;
       }
-      f(((b - i) << L) | low, i);
-      if (++i == k) return;
+      f(v, i);
+      if (++i == k) return true;
     }
   }
+  return !Checked || i == k;
 }
+}  // namespace detail
+
+/// f(x_i, i) for the k positions of a message of ef_bytes(m, k) bytes, ascending; no validation
+/// (run ef_check first on untrusted input, or use ef_for_each_checked).
+template <typename F>
+void ef_for_each(const uint8_t* msg, uint64_t m, uint64_t k, F&& f) {
+  detail::ef_walk<false>(msg, m, k, f);
+}
+
+/// As ef_for_each, on a message whose size, set-bit count and padding ef_check_frame accepted:
+/// returns false at the first position that is out of range or out of order (f is not called for it).
+template <typename F>
+bool ef_for_each_checked(const uint8_t* msg, uint64_t m, uint64_t k, F&& f) {
+  return detail::ef_walk<true>(msg, m, k, f);
+}
+
+/// The O(bytes) part of the validation: size == ef_bytes(m, k), k <= m, exactly k set bits in the
+/// upper part, zero padding in both parts. Order and range are checked while decoding
+/// (ef_for_each_checked) or by ef_check.
+bool ef_check_frame(const uint8_t* msg, size_t bytes, uint64_t m, uint64_t k, const char** why = nullptr);
 
 /// Validate an untrusted message of `bytes` bytes: size == ef_bytes(m, k), exactly k set bits in the
 /// upper part, zero padding in both parts, positions strictly increasing and < m. Returns false

@@ -34,7 +34,12 @@
 
 namespace zen {
 
-enum class PullEncoding : uint8_t { Auto = 0, Coo = 1, Bitmap = 2 };
+/// How a set of K positions out of an owner's m travels (docs/algorithms.md, "Index encodings"):
+/// COO (K fixed-width keys), the owner's bitmap (m bits) or Elias-Fano (about K * (2 + log2(m/K))
+/// bits). Auto picks the smallest by exact size, per message and per call (sizes are known to both
+/// sides before anything is sent, so the choice travels nowhere).
+enum class IndexEncoding : uint8_t { Auto = 0, Coo = 1, Bitmap = 2, EliasFano = 3 };
+using PullEncoding = IndexEncoding;
 enum class DuplicatePolicy : uint8_t { Sum = 0, Reject = 1 };
 
 struct TensorSpec {
@@ -58,6 +63,10 @@ struct OutputOptions {
 
 struct SchemeOptions {
   PullEncoding pull = PullEncoding::Auto;   ///< balanced / sparse_ps pull encoding (forced modes for experiments)
+  /// balanced / sparse_ps push encoding. Auto: COO unless a sorted encoding (bitmap or Elias-Fano)
+  /// saves at least 1/8 of the push message (balanced must sort its keys per owner for it; sparse_ps
+  /// has them sorted already); forced modes apply to every push message.
+  IndexEncoding push = IndexEncoding::Auto;
   DuplicatePolicy duplicates = DuplicatePolicy::Sum;
   uint64_t seed = 0;                        ///< h0 seed; rank 0's value is broadcast at setup
   int hash_functions = 3;                   ///< k second-level hashes
@@ -99,7 +108,13 @@ struct SyncReport {
   double push_imbalance = 1.0;       ///< max/mean over owners of entries pushed (balanced, ps, omni)
   double pull_imbalance = 1.0;       ///< max/mean over owners of result entries
   uint64_t result_nnz = 0;           ///< rows in the result support
-  std::string encoding;              ///< e.g. "coo", "bitmap", "mixed", "dense"
+  std::string encoding;              ///< pull: "coo", "bitmap", "ef", "mixed"; "dense" for the dense schemes
+  std::string push_encoding;         ///< balanced / sparse_ps push messages this rank sent: "coo", "bitmap", "ef", "mixed"
+  /// balanced / sparse_ps: the information content of what this rank sent in the data phases, counted
+  /// like `sent` (a pull message once per receiver): value bytes plus log2 C(m, K) / 8 for every
+  /// index set of K positions out of an owner's m. sent / bound_bytes is the distance to the bound
+  /// (zen_perf's bound_eff). 0 for the other schemes.
+  double bound_bytes = 0;
   uint64_t serial_overflows = 0;     ///< balanced: owners whose serial region overflowed (handled losslessly)
   /// A size every rank learned in the call, identical on all ranks: the union's rows for balanced
   /// and sparse_ps (from meta), the sum of the ranks' distinct rows for allgather; 0 otherwise.
