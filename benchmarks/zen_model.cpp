@@ -38,6 +38,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
+IndexEncoding encoding_of(const std::string& v, const char* what) {
+  if (v == "auto") return IndexEncoding::Auto;
+  if (v == "coo") return IndexEncoding::Coo;
+  if (v == "bitmap") return IndexEncoding::Bitmap;
+  if (v == "ef") return IndexEncoding::EliasFano;
+  ZEN_THROW(Result::InvalidArgument, std::string(what) + " must be auto, coo, bitmap or ef, got '" + v + "'");
+}
+
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
@@ -335,8 +343,9 @@ int run_check(const std::vector<Trace>& traces, const std::string& perf_json) {
   RunSettings rs;
   rs.n = j.at("ranks").get<int>();
   rs.opt.seed = cf.at("seed").get<uint64_t>();
-  const std::string pull = cf.value("pull", "auto");
-  rs.opt.pull = pull == "coo" ? PullEncoding::Coo : pull == "bitmap" ? PullEncoding::Bitmap : PullEncoding::Auto;
+  const std::string pull = cf.value("pull", "auto"), push = cf.value("push", "auto");
+  rs.opt.pull = encoding_of(pull, "pull");
+  rs.opt.push = encoding_of(push, "push");
   rs.opt.block_size = cf.value("block_size", 256u);
   rs.opt.sparcml_dense_switch = cf.value("sparcml_switch", 0.0);
   rs.sparse_out = cf.value("output", std::string("dense")) == "sparse";
@@ -475,7 +484,7 @@ std::vector<double> parse_doubles(const std::string& s) {
 
 int main(int argc, char** argv) {
   CLI::App app{"zen_model: the cost model of zen's schemes on a trace (bytes, time, scaling)"};
-  std::string traces, ranks, check, calibrate, nlist, gbps = "25,100", csv, png, pull = "auto", output = "sparse";
+  std::string traces, ranks, check, calibrate, nlist, gbps = "25,100", csv, png, pull = "auto", push = "auto", output = "sparse";
   double alpha_us = 20.0, message_us = 1.0;
   uint64_t seed = 42;
   uint32_t block_size = 256;
@@ -491,7 +500,8 @@ int main(int argc, char** argv) {
   app.add_option("--csv", csv, "write the --n table as CSV");
   app.add_option("--png", png, "plot the --n table (gnuplot)");
   app.add_option("--seed", seed, "h0 seed (zen_perf's --seed; default 42 like zen_perf)");
-  app.add_option("--pull", pull, "pull encoding: auto, coo or bitmap");
+  app.add_option("--pull", pull, "pull encoding: auto, coo, bitmap or ef");
+  app.add_option("--push", push, "push encoding: auto, coo, bitmap or ef");
   app.add_option("--output", output, "result form: sparse or dense");
   app.add_option("--block-size", block_size, "omnireduce block size in values");
   app.add_option("--sparcml-switch", sparcml_switch, "sparcml dense switch density (0 = byte break-even)");
@@ -504,7 +514,8 @@ int main(int argc, char** argv) {
     if (!check.empty()) return run_check(trs, check);
     SchemeOptions opt;
     opt.seed = seed;
-    opt.pull = pull == "coo" ? PullEncoding::Coo : pull == "bitmap" ? PullEncoding::Bitmap : PullEncoding::Auto;
+    opt.pull = encoding_of(pull, "--pull");
+    opt.push = encoding_of(push, "--push");
     opt.block_size = block_size;
     opt.sparcml_dense_switch = sparcml_switch;
     ZEN_ENFORCE(output == "sparse" || output == "dense", "--output must be sparse or dense");

@@ -18,7 +18,7 @@ if [ ! -f "$build/build.ninja" ]; then
   CC=$cc CXX=$cxx cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZEN_WITH_CUDA=OFF \
     -DZEN_WITH_MPI=OFF -DZEN_BUILD_BENCHMARKS=OFF -DZEN_BUILD_EXAMPLES=OFF -DZEN_BUILD_FUZZERS=ON >/dev/null || exit 1
 fi
-targets=(bitmap coo trace orbit_config)
+targets=(bitmap coo elias_fano trace orbit_config)
 cmake --build "$build" --target "${targets[@]/#/fuzz_}" >/dev/null || exit 1
 mkdir -p "$build/fuzz-artifacts"
 status=0
@@ -28,7 +28,7 @@ for t in "${targets[@]}"; do
   cp -n tests/fuzz/corpus/$t/* "$corp"/ 2>/dev/null || true
   if [ "$mode" = ci ]; then limit=(-max_total_time="$secs"); else limit=(-runs="$runs"); fi
   # Decoder inputs beyond a few hundred bytes only repeat the same loops (and cost 10x per run).
-  case $t in bitmap) limit+=(-max_len=512) ;; coo) limit+=(-max_len=1024) ;; *) limit+=(-max_len=4096) ;; esac
+  case $t in bitmap) limit+=(-max_len=512) ;; coo | elias_fano) limit+=(-max_len=1024) ;; *) limit+=(-max_len=4096) ;; esac
   log="$build/fuzz-artifacts/$t.log"
   start=$(date +%s)
   "$build/bin/fuzz_$t" "${limit[@]}" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1 \

@@ -64,12 +64,14 @@ typedef struct {
   const char* scheme;
   int node_size;   /* hierarchical: 0 = default */
   int given_comms; /* hierarchical: pass caller-made node communicators */
+  int encoding;    /* balanced / sparse_ps: push and pull encoding (0 = zenPullAuto) */
 } Variant;
 
 static const Variant variants[] = {
-    {"balanced", 0, 0},  {"dense", 0, 0},        {"dense_native", 0, 0}, {"allgather", 0, 0},
-    {"sparcml", 0, 0},   {"omnireduce", 0, 0},   {"sparse_ps", 0, 0},    {"auto", 0, 0},
-    {"hierarchical", 1, 0}, {"hier_allgather", -1, 0}, {"hierarchical", 2, 1}, {"hier_sparcml", 2, 0},
+    {"balanced", 0, 0, 0},  {"dense", 0, 0, 0},        {"dense_native", 0, 0, 0}, {"allgather", 0, 0, 0},
+    {"sparcml", 0, 0, 0},   {"omnireduce", 0, 0, 0},   {"sparse_ps", 0, 0, 0},    {"auto", 0, 0, 0},
+    {"hierarchical", 1, 0, 0}, {"hier_allgather", -1, 0, 0}, {"hierarchical", 2, 1, 0}, {"hier_sparcml", 2, 0, 0},
+    {"balanced", 0, 0, zenPullEliasFano}, {"sparse_ps", 0, 0, zenPullEliasFano}, {"balanced", 0, 0, zenPullBitmap},
 };
 #define NVAR (int)(sizeof variants / sizeof variants[0])
 
@@ -104,6 +106,7 @@ static void* run_rank(void* arg) {
   CHECK(o.size == sizeof(zenOptions_t) && o.hash_functions == 3 && o.validate == 1 && o.block_size == 256,
         "defaults");
   o.auto_trials = 1; /* auto: short exploration */
+  o.pull = o.push = (zenPullEncoding_t)j->v->encoding;
   if (j->v->node_size > 0) o.node_size = j->v->node_size;
   if (j->v->node_size < 0) o.node_size = n;
   if (j->v->given_comms) {

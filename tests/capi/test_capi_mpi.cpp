@@ -70,6 +70,16 @@ TEST(CapiMpi, UnknownSchemeDtypeEncodingAndIndexTypeAreInvalidArgument) {
   {
     Comm c;
     zenSparseAllreduce_t op = nullptr;
+    zenOptions_t o;
+    zenOptionsInit(&o);
+    EXPECT_EQ(o.push, zenPullAuto);
+    o.push = static_cast<zenPullEncoding_t>(4);
+    EXPECT_EQ(zenSparseAllreduceCreate(&op, c.c, "balanced", kN, 1, zenFloat32, &o), zenInvalidArgument);
+    EXPECT_NE(std::string(zenGetLastError()).find("unknown push encoding 4"), std::string::npos) << zenGetLastError();
+  }
+  {
+    Comm c;
+    zenSparseAllreduce_t op = nullptr;
     ASSERT_EQ(zenSparseAllreduceCreate(&op, c.c, "allgather", kN, 1, zenFloat32, nullptr), zenSuccess) << zenGetLastError();
     int64_t idx[1] = {1};
     float val[1] = {1.0f};

@@ -97,6 +97,9 @@ TEST(Auto, HighDensityFallsBackToDense) {
       for (int r = 0; r < n; ++r)
         for (int64_t row : test::sample_rows(c.rows, 0.6, g)) test::add_row(c, r, row, g);
       SchemeOptions opt;  // measuring allowed: the byte rule comes first
+      // COO pushes: a bitmap push at 60 % density makes balanced / sparse_ps cheaper than dense
+      // (then no fallback is due); the rule under test needs every sparse candidate above dense.
+      opt.push = IndexEncoding::Coo;
       std::vector<Choice> got(static_cast<size_t>(n));
       const auto ref = test::reference(c);
       loopback::run(n, [&](Communicator& comm) {

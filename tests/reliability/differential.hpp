@@ -71,7 +71,7 @@ struct Case {
       for (auto& r : it) tot += r.idx.size();
     s << "case " << id << ": scheme=" << scheme << " n=" << n << " N=" << spec.dense_len << " D=" << spec.row_width
       << " dtype=" << dtype_name(spec.dtype) << " index=" << index_type_name(itype)
-      << " pull=" << static_cast<int>(opt.pull) << " seed=" << opt.seed << " k=" << opt.hash_functions
+      << " pull=" << static_cast<int>(opt.pull) << " push=" << static_cast<int>(opt.push) << " seed=" << opt.seed << " k=" << opt.hash_functions
       << " pf=" << opt.parallel_factor << " sf=" << opt.serial_fraction << " threads=" << opt.threads
       << " block=" << opt.block_size << " sparcml_switch=" << opt.sparcml_dense_switch
       << " out=" << (dense_out ? "dense" : "sparse") << " iters=" << in.size() << " total_nnz=" << tot << " " << shape
@@ -143,7 +143,17 @@ inline Case make_case(uint64_t base, uint64_t id, int n, int max_n = 16) {
   o.seed = g();
   o.threads = coin(0.8) ? 1 : 2;
   const double pr = std::uniform_real_distribution<double>(0, 1)(g);
-  o.pull = pr < 0.6 ? PullEncoding::Auto : (pr < 0.8 || rows > (uint64_t{1} << 22) ? PullEncoding::Coo : PullEncoding::Bitmap);
+  const bool bitmap_ok = rows <= (uint64_t{1} << 22);  // a forced bitmap costs rows/8 bytes per message
+  o.pull = pr < 0.5    ? PullEncoding::Auto
+           : pr < 0.65 ? PullEncoding::Coo
+           : pr < 0.8  ? (bitmap_ok ? PullEncoding::Bitmap : PullEncoding::Coo)
+                       : PullEncoding::EliasFano;
+  // The push code from the seed's bits (draws nothing: every case keeps its other parameters).
+  const uint64_t ps = (o.seed >> 17) % 10;
+  o.push = ps < 5 ? IndexEncoding::Auto
+           : ps < 7 ? IndexEncoding::Coo
+           : ps < 8 ? (bitmap_ok ? IndexEncoding::Bitmap : IndexEncoding::Auto)
+                    : IndexEncoding::EliasFano;
   if (coin(0.25)) {  // tiny hash regions: force serial-region overflow and spills
     o.parallel_factor = std::uniform_real_distribution<double>(0.01, 0.3)(g);
     o.serial_fraction = std::uniform_real_distribution<double>(0.0, 0.05)(g);
