@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int i = 0; i < 6; ++i) m |= uint64_t{data[i]} << (8 * i);
   m <<= data[6] % 18;  // up to 2^65 would overflow: 48 + 17 bits at most, then clamp below 2^63
   if (m >= (uint64_t{1} << 63)) m = (uint64_t{1} << 63) - 1;
-  uint64_t k = data[7] | (uint64_t{data[8] & 0x7F} << 8);
+  uint64_t k = data[7] | (static_cast<uint64_t>(data[8] & 0x7F) << 8);
   const bool any_size = data[8] & 0x80;
   if (k > m) k = m;
   data += 9;
