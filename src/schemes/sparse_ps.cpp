@@ -34,6 +34,7 @@ struct Workspace {
   std::vector<uint8_t> senc, renc;  // push encoding per peer (sent / received)
   std::vector<size_t> sib, rib;     // index-part bytes of each push segment
   std::vector<uint8_t> sbuf, rbuf, all, rkeys;
+  std::vector<plan::KV> kv;  // dense output: (row, value offset) of every result row
   plan::OwnerState owner;
   std::vector<plan::Segment> segs;
   std::vector<OwnerMeta> meta;
@@ -190,6 +191,7 @@ class SparsePS final : public SparseAllreduce {
     report_.result_nnz = total;
     if (sparse_out) sparse_out->resize(total);
     else if (spec_.dense_len) plan::parallel_zero(dense_out, spec_.dense_len * vs, &tp);
+    if (!sparse_out) plan::grow(w.kv, total);
     uint64_t out_k = 0;
     for (int o = 0; o < n; ++o) {
       const uint8_t* msg = all + w.pd[o];
@@ -203,12 +205,19 @@ class SparsePS final : public SparseAllreduce {
             "sparse_ps");
         if (Ko) std::memcpy(sparse_out->values.data() + out_k * rowb, v, Ko * rowb);
       } else {
-        auto* d = static_cast<uint8_t*>(dense_out);
-        plan::for_positions(msg, bm, range(o), Ko, isz,
-                            [&](uint64_t q, uint64_t k) { std::memcpy(d + (base + q) * rowb, v + k * rowb, rowb); }, me, o,
-                            "sparse_ps");
+        // (row, offset of its values in the pull buffer), scattered below by fixed-width copies.
+        plan::KV* kv = w.kv.data() + out_k;
+        const uint64_t voff = static_cast<uint64_t>(v - all);
+        plan::for_positions(
+            msg, bm, range(o), Ko, isz, [&](uint64_t q, uint64_t k) { kv[k] = plan::KV{base + q, voff + k * rowb}; }, me, o,
+            "sparse_ps");
       }
       out_k += Ko;
+    }
+    if (!sparse_out) {
+      auto* d = static_cast<uint8_t*>(dense_out);
+      const plan::KV* kv = w.kv.data();
+      tp.parallel_for(total, size_t{1} << 13, [&](size_t b, size_t e, int) { plan::scatter_rows(d, all, kv, b, e, rowb); });
     }
   }
 
