@@ -133,7 +133,7 @@ struct Segment {
 };
 
 /// Wire codes of an index part (the owners' meta and the push messages agree on them).
-enum : uint8_t { kEncCoo = 0, kEncBitmap = 1, kEncEf = 2 };
+constexpr uint8_t kEncCoo = 0, kEncBitmap = 1, kEncEf = 2;
 
 inline const char* encoding_name(uint8_t e) { return e == kEncBitmap ? "bitmap" : e == kEncEf ? "ef" : "coo"; }
 
