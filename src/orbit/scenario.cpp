@@ -99,6 +99,24 @@ int count_planes(const std::vector<Satellite>& sats) {
 const std::set<std::string> kTopKeys = {"name", "base", "propagator", "epoch_utc", "gmst0_deg",
                                         "elevation_mask_deg", "atmosphere_margin_km", "walker",
                                         "satellites", "servers"};
+const std::set<std::string> kWalkerKeys = {"pattern", "inclination_deg", "total", "planes", "phasing",
+                                           "altitude_km", "altitude_m", "raan0_deg", "u0_deg"};
+const std::set<std::string> kSatelliteKeys = {"plane", "slot", "name", "altitude_km", "altitude_m",
+                                              "inclination_deg", "raan_deg", "arg_lat_deg"};
+const std::set<std::string> kSatServerKeys = {"type", "name", "altitude_km", "altitude_m",
+                                              "inclination_deg", "raan_deg", "arg_lat_deg"};
+const std::set<std::string> kGroundKeys = {"type", "name", "lat_deg", "lon_deg", "alt_m"};
+
+// Every key of object j must be in `allowed`; `where` names the level (and entry) in the error.
+void only_keys(const json& j, const std::set<std::string>& allowed, const std::string& where) {
+  ZEN_ENFORCE(j.is_object(), where + " must be a JSON object, got " + j.dump().substr(0, 80));
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (!allowed.count(it.key())) {
+      std::string all;
+      for (const auto& k : allowed) all += (all.empty() ? "" : ", ") + k;
+      ZEN_THROW(Result::InvalidArgument, where + ": unknown field '" + it.key() + "' (known: " + all + ")");
+    }
+}
 
 double get_num(const json& j, const char* key, double dflt, const std::string& where) {
   if (!j.contains(key)) return dflt;
@@ -156,7 +174,8 @@ Scenario Scenario::named(const std::string& name) {
   Scenario sc;
   sc.name = name;
   if (name == "reference" || name == "reference-star" || name == "bremen" || name == "northpole") {
-    sc.satellites = make_walker(reference_walker(name == "reference-star"));
+    sc.walker = reference_walker(name == "reference-star");
+    sc.satellites = make_walker(*sc.walker);
     if (name == "bremen") {
       sc.servers.push_back(ServerNode::ground(GroundStation{"bremen", 53.0, 8.8, 0.0}));
     } else if (name == "northpole") {
@@ -172,6 +191,7 @@ Scenario Scenario::named(const std::string& name) {
     w.planes = 72;
     w.phasing = 1;
     w.altitude_m = 550e3;
+    sc.walker = w;
     sc.satellites = make_walker(w);
     sc.servers.push_back(ServerNode::ground(GroundStation{"bremen", 53.0, 8.8, 0.0}));
   } else {
@@ -192,8 +212,7 @@ Scenario Scenario::from_json_text(const std::string& text) {
     ZEN_THROW(Result::InvalidArgument, std::string("scenario JSON does not parse: ") + e.what());
   }
   ZEN_ENFORCE(j.is_object(), "scenario JSON must be an object, got " + j.dump().substr(0, 80));
-  for (auto it = j.begin(); it != j.end(); ++it)
-    ZEN_ENFORCE(kTopKeys.count(it.key()) == 1, "scenario JSON: unknown field '" + it.key() + "'");
+  only_keys(j, kTopKeys, "scenario JSON");
 
   Scenario sc;
   try {
@@ -206,22 +225,33 @@ Scenario Scenario::from_json_text(const std::string& text) {
     sc.atmosphere_margin_m = get_num(j, "atmosphere_margin_km", sc.atmosphere_margin_m / 1e3, "scenario") * 1e3;
 
     if (j.contains("walker") || j.contains("satellites")) sc.satellites.clear();
+    const std::optional<WalkerSpec> base_walker = sc.walker;
+    sc.walker.reset();
     if (j.contains("walker")) {
+      // Fields not given come from the base's Walker spec (required when there is none).
       const json& w = j.at("walker");
-      WalkerSpec spec;
-      spec.pattern = parse_walker_pattern(w.value("pattern", std::string("delta")));
-      spec.inclination_deg = require_num(w, "inclination_deg", "walker");
-      spec.total = get_int(w, "total", 0, 1, 1e6, "walker", true);
-      spec.planes = get_int(w, "planes", 0, 1, 1e6, "walker", true);
-      spec.phasing = get_int(w, "phasing", 0.0, 0, 1e6, "walker", false);
-      spec.altitude_m = get_altitude(w, "walker", true);
-      spec.raan0_deg = get_num(w, "raan0_deg", 0.0, "walker");
-      spec.u0_deg = get_num(w, "u0_deg", 0.0, "walker");
+      only_keys(w, kWalkerKeys, "scenario JSON walker");
+      const bool have = base_walker.has_value();
+      WalkerSpec spec = have ? *base_walker : WalkerSpec{};
+      if (w.contains("pattern")) spec.pattern = parse_walker_pattern(w.at("pattern").get<std::string>());
+      spec.inclination_deg = have ? get_num(w, "inclination_deg", spec.inclination_deg, "walker")
+                                  : require_num(w, "inclination_deg", "walker");
+      spec.total = get_int(w, "total", spec.total, 1, 1e6, "walker", !have);
+      spec.planes = get_int(w, "planes", spec.planes, 1, 1e6, "walker", !have);
+      spec.phasing = get_int(w, "phasing", spec.phasing, 0, 1e6, "walker", false);
+      if (w.contains("altitude_km") || w.contains("altitude_m") || !have) spec.altitude_m = get_altitude(w, "walker", true);
+      spec.raan0_deg = get_num(w, "raan0_deg", spec.raan0_deg, "walker");
+      spec.u0_deg = get_num(w, "u0_deg", spec.u0_deg, "walker");
       sc.satellites = make_walker(spec);
+      sc.walker = spec;
+    } else if (!j.contains("satellites")) {
+      sc.walker = base_walker;  // the base's constellation stays
     }
     if (j.contains("satellites")) {
+      ZEN_ENFORCE(j.at("satellites").is_array(), "scenario JSON: 'satellites' must be an array");
       for (const json& s : j.at("satellites")) {
         Satellite sat;
+        only_keys(s, kSatelliteKeys, "scenario JSON satellite " + std::to_string(sc.satellites.size()));
         sat.id = static_cast<int>(sc.satellites.size());
         const std::string where = "satellite " + std::to_string(sat.id);
         sat.plane = get_int(s, "plane", 0, 0, 1e6, where, true);
@@ -232,10 +262,14 @@ Scenario Scenario::from_json_text(const std::string& text) {
       }
     }
     if (j.contains("servers")) {
+      ZEN_ENFORCE(j.at("servers").is_array(), "scenario JSON: 'servers' must be an array");
       sc.servers.clear();
       for (const json& s : j.at("servers")) {
         const std::string where = "server " + std::to_string(sc.servers.size());
+        ZEN_ENFORCE(s.is_object(), "scenario JSON " + where + " must be a JSON object");
         const std::string type = s.value("type", std::string());
+        if (type == "satellite" || type == "ground")
+          only_keys(s, type == "satellite" ? kSatServerKeys : kGroundKeys, "scenario JSON " + where + " (" + type + ")");
         if (type == "satellite") {
           sc.servers.push_back(ServerNode::satellite(s.value("name", "server" + std::to_string(sc.servers.size())),
                                                      parse_orbit(s, where)));
@@ -275,15 +309,29 @@ std::string Scenario::to_json_text() const {
   j["gmst0_deg"] = gmst0_rad * kRadToDeg;
   j["elevation_mask_deg"] = elevation_mask_deg;
   j["atmosphere_margin_km"] = atmosphere_margin_m / 1e3;
+  // A Walker constellation as its editable block; only the satellites after it are listed.
+  size_t first_extra = 0;
+  if (walker && satellites.size() >= static_cast<size_t>(walker->total)) {
+    j["walker"] = json{{"pattern", walker_pattern_name(walker->pattern)},
+                       {"inclination_deg", walker->inclination_deg},
+                       {"total", walker->total},
+                       {"planes", walker->planes},
+                       {"phasing", walker->phasing},
+                       {"altitude_km", walker->altitude_m / 1e3},
+                       {"raan0_deg", walker->raan0_deg},
+                       {"u0_deg", walker->u0_deg}};
+    first_extra = static_cast<size_t>(walker->total);
+  }
   json sats = json::array();
-  for (const auto& s : satellites) {
+  for (size_t k = first_extra; k < satellites.size(); ++k) {
+    const Satellite& s = satellites[k];
     json o = orbit_json(s.orbit);
     o["plane"] = s.plane;
     o["slot"] = s.slot;
     o["name"] = s.name;
     sats.push_back(o);
   }
-  j["satellites"] = sats;
+  if (!j.contains("walker") || !sats.empty()) j["satellites"] = sats;
   json servs = json::array();
   for (const auto& s : servers) {
     if (s.kind == ServerNode::Kind::Satellite) {
@@ -323,6 +371,9 @@ void Scenario::validate() const {
     ZEN_ENFORCE(*set.rbegin() == static_cast<int>(set.size()) - 1,
                 "plane " + std::to_string(plane) + " slots are not 0.." + std::to_string(set.size() - 1));
   }
+  ZEN_ENFORCE(!walker || satellites.size() >= static_cast<size_t>(walker->total),
+              "scenario '" + name + "' has a Walker spec of " + std::to_string(walker ? walker->total : 0) +
+                  " satellites but only " + std::to_string(satellites.size()) + " satellites");
   ZEN_ENFORCE(planes == count_planes(satellites),
               "scenario planes = " + std::to_string(planes) + " but satellites use " +
                   std::to_string(count_planes(satellites)));

@@ -238,3 +238,66 @@ TEST(Scenario, JsonConfig) {
                zen::Error);  // slots of plane 0 are not 0..0
   EXPECT_THROW(zo::Scenario::from_json_text("{not json"), zen::Error);
 }
+
+// A "walker" block over a base takes the fields it omits from the base's Walker spec.
+TEST(Scenario, WalkerFieldsDefaultToTheBase) {
+  const zo::Scenario sc = zo::Scenario::from_json_text(R"({"base": "reference", "walker": {"altitude_km": 1200}})");
+  ASSERT_EQ(sc.num_satellites(), 40);
+  EXPECT_EQ(sc.planes, 5);
+  for (const auto& s : sc.satellites) {
+    EXPECT_NEAR(s.orbit.altitude_m, 1200e3, 1e-6);
+    EXPECT_NEAR(s.orbit.inclination_rad, 60.0 * kDegToRad, 1e-12);
+  }
+  ASSERT_TRUE(sc.walker.has_value());
+  EXPECT_EQ(sc.walker->phasing, 1);
+  const zo::Scenario star = zo::Scenario::from_json_text(R"({"base": "reference-star", "walker": {"total": 20, "planes": 4}})");
+  EXPECT_EQ(star.num_satellites(), 20);
+  EXPECT_EQ(star.walker->pattern, zo::WalkerPattern::Star);
+  EXPECT_NEAR(star.satellites[0].orbit.inclination_rad, 85.0 * kDegToRad, 1e-12);
+  // Without a base, the Walker shape fields are required.
+  EXPECT_THROW(zo::Scenario::from_json_text(R"({"walker": {"altitude_km": 1200}, "servers": [{"type": "ground", "lat_deg": 0, "lon_deg": 0}]})"),
+               zen::Error);
+}
+
+// Unknown fields are errors at every level, naming the level.
+TEST(Scenario, UnknownFieldsRejectedAtEveryLevel) {
+  auto error_of = [](const std::string& text) {
+    try {
+      (void)zo::Scenario::from_json_text(text);
+    } catch (const zen::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of(R"({"base": "reference", "walker": {"altitude_kmm": 1200}})").find("walker: unknown field 'altitude_kmm'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"base": "reference", "satellites": [{"plane": 0, "slot": 0, "altitude_km": 500, "incl": 3}]})")
+                .find("satellite 0: unknown field 'incl'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"base": "reference", "servers": [{"type": "ground", "lat_deg": 1, "lon_deg": 2, "height": 3}]})")
+                .find("unknown field 'height'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"base": "reference", "servers": [{"type": "satellite", "altitude_km": 20000, "lat_deg": 3}]})")
+                .find("unknown field 'lat_deg'"),
+            std::string::npos);
+}
+
+// `config --scenario X` prints the Walker block (editable), not the expanded satellites, and it
+// loads back to the same constellation; extras after the Walker ones are listed.
+TEST(Scenario, TemplateKeepsTheWalkerBlock) {
+  const zo::Scenario ref = zo::Scenario::named("reference");
+  const std::string text = ref.to_json_text();
+  EXPECT_NE(text.find("\"walker\""), std::string::npos);
+  EXPECT_EQ(text.find("\"satellites\""), std::string::npos) << text;
+  EXPECT_LT(text.size(), 1200u) << text;
+  const zo::Scenario mixed = zo::Scenario::from_json_text(R"({"base": "reference",
+    "walker": {"total": 10, "planes": 2},
+    "satellites": [{"plane": 2, "slot": 0, "altitude_km": 900, "inclination_deg": 97}]})");
+  ASSERT_EQ(mixed.num_satellites(), 11);
+  const zo::Scenario back = zo::Scenario::from_json_text(mixed.to_json_text());
+  ASSERT_EQ(back.num_satellites(), 11);
+  ASSERT_TRUE(back.walker.has_value());
+  EXPECT_EQ(back.walker->total, 10);
+  const zo::Geometry g1(mixed), g2(back);
+  for (int k = 0; k < 11; ++k) EXPECT_LT((g1.sat_position(k, 777.0) - g2.sat_position(k, 777.0)).norm(), 1e-3) << k;
+}

@@ -2,6 +2,7 @@
 /// Scenarios: a LEO constellation (satellites with plane/slot ids), the parameter server (one
 /// satellite, e.g. MEO/GEO, or one or more ground stations), the propagator and the visibility
 /// settings. Loadable by name or from a JSON config (format in docs/orbit.md).
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,10 @@ struct ServerNode {
 struct Scenario {
   std::string name;
   std::vector<Satellite> satellites;  ///< satellites[k].id == k
+  /// The Walker spec the first walker->total satellites were built from (built-ins and JSON
+  /// "walker"); the satellites after them are extras. Absent for an explicit satellite list. A JSON
+  /// config's "walker" block takes its missing fields from here (the base's constellation).
+  std::optional<WalkerSpec> walker;
   int planes = 0;                     ///< number of planes (max plane id + 1)
   std::vector<ServerNode> servers;    ///< peers of the windows; index = "peer" id
   Propagator propagator = Propagator::TwoBody;
@@ -70,7 +75,8 @@ struct Scenario {
   /// From JSON text / a JSON file (format in docs/orbit.md); throws zen::Error on bad input.
   static Scenario from_json_text(const std::string& text);
   static Scenario from_file(const std::string& path);
-  /// JSON of this scenario (explicit satellite list), loadable with from_json_text.
+  /// JSON of this scenario, loadable with from_json_text: the "walker" block (plus any extra
+  /// satellites) when there is one, else the explicit satellite list.
   std::string to_json_text() const;
 
   /// Checks ids, plane/slot consistency, radii above r_E; throws zen::Error naming the bad value.
