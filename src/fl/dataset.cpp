@@ -134,6 +134,79 @@ Partition split_iid(size_t n, int num_clients, uint64_t seed) {
   return p;
 }
 
+Partition split_iid_lognormal(size_t n, int num_clients, double sigma, uint64_t seed) {
+  ZEN_ENFORCE(num_clients > 0, "split_iid_lognormal: num_clients must be positive, got " + std::to_string(num_clients));
+  ZEN_ENFORCE(sigma >= 0 && std::isfinite(sigma), "split_iid_lognormal: sigma must be finite and >= 0, got " +
+                                                      std::to_string(sigma));
+  const size_t K = static_cast<size_t>(num_clients);
+  ZEN_ENFORCE(n >= K, "split_iid_lognormal: " + std::to_string(n) + " samples for " + std::to_string(K) + " clients");
+  Rng rng(seed);
+  std::vector<size_t> perm(n);
+  std::iota(perm.begin(), perm.end(), size_t(0));
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> w(K);
+  double sum = 0;
+  for (size_t k = 0; k < K; ++k) sum += (w[k] = std::exp(sigma * normal(rng)));
+  // One sample each, the remaining n - K by largest remainder of the shares.
+  const size_t rest = n - K;
+  std::vector<size_t> size(K, 1);
+  std::vector<std::pair<double, size_t>> rem(K);
+  size_t given = 0;
+  for (size_t k = 0; k < K; ++k) {
+    const double exact = static_cast<double>(rest) * w[k] / sum;
+    const size_t whole = static_cast<size_t>(std::floor(exact));
+    size[k] += whole;
+    given += whole;
+    rem[k] = {exact - static_cast<double>(whole), k};
+  }
+  std::sort(rem.begin(), rem.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  for (size_t i = 0; given < rest; ++i, ++given) ++size[rem[i % K].second];
+  Partition p(K);
+  size_t pos = 0;
+  for (size_t k = 0; k < K; ++k) {
+    p[k].assign(perm.begin() + static_cast<std::ptrdiff_t>(pos), perm.begin() + static_cast<std::ptrdiff_t>(pos + size[k]));
+    pos += size[k];
+  }
+  return p;
+}
+
+Partition split_by_group(const std::vector<int32_t>& labels, int num_classes, const std::vector<int>& group_of,
+                         int classes_per_group, uint64_t seed) {
+  ZEN_ENFORCE(!group_of.empty(), "split_by_group: no clients");
+  ZEN_ENFORCE(num_classes > 0 && classes_per_group >= 1 && classes_per_group <= num_classes,
+              "split_by_group: classes per group must be in [1, " + std::to_string(num_classes) + "], got " +
+                  std::to_string(classes_per_group));
+  for (size_t k = 0; k < group_of.size(); ++k)
+    ZEN_ENFORCE(group_of[k] >= 0, "split_by_group: client " + std::to_string(k) + " has group " + std::to_string(group_of[k]));
+  // Clients holding each class: those of the groups that hold it (in client order).
+  std::vector<std::vector<size_t>> holders(static_cast<size_t>(num_classes));
+  for (size_t k = 0; k < group_of.size(); ++k)
+    for (int j = 0; j < classes_per_group; ++j) {
+      const int c = (group_of[k] * classes_per_group + j) % num_classes;
+      auto& h = holders[static_cast<size_t>(c)];
+      if (h.empty() || h.back() != k) h.push_back(k);
+    }
+  std::vector<size_t> everyone(group_of.size());
+  std::iota(everyone.begin(), everyone.end(), size_t(0));
+  std::vector<std::vector<size_t>> by_class(static_cast<size_t>(num_classes));
+  for (size_t i = 0; i < labels.size(); ++i) {
+    ZEN_ENFORCE(labels[i] >= 0 && labels[i] < num_classes, "split_by_group: sample " + std::to_string(i) + " has label " +
+                                                               std::to_string(labels[i]));
+    by_class[static_cast<size_t>(labels[i])].push_back(i);
+  }
+  Rng rng(seed);
+  Partition p(group_of.size());
+  for (int c = 0; c < num_classes; ++c) {
+    auto& v = by_class[static_cast<size_t>(c)];
+    std::shuffle(v.begin(), v.end(), rng);
+    const auto& h = holders[static_cast<size_t>(c)].empty() ? everyone : holders[static_cast<size_t>(c)];
+    const size_t start = static_cast<size_t>(rng() % h.size());  // no client always first
+    for (size_t i = 0; i < v.size(); ++i) p[h[(start + i) % h.size()]].push_back(v[i]);
+  }
+  return p;
+}
+
 namespace {
 
 // One draw from Dir(alpha * 1_m) via normalized Gamma(alpha, 1) variates. When every variate

@@ -21,9 +21,16 @@ Federation::Federation(const Dataset& train, const Dataset& test, FederationConf
   } else if (cfg_.split == "dirichlet") {
     partition_ = split_dirichlet(train_.y, train_.num_classes, cfg_.num_clients, cfg_.alpha,
                                  split_seed, cfg_.dirichlet_mode);
+  } else if (cfg_.split == "lognormal") {
+    partition_ = split_iid_lognormal(train_.size(), cfg_.num_clients, cfg_.sigma, split_seed);
+  } else if (cfg_.split == "groups") {
+    ZEN_ENFORCE(cfg_.group_of.size() == static_cast<size_t>(cfg_.num_clients),
+                "federation: split 'groups' needs a group for each of the " + std::to_string(cfg_.num_clients) +
+                    " clients, got " + std::to_string(cfg_.group_of.size()));
+    partition_ = split_by_group(train_.y, train_.num_classes, cfg_.group_of, cfg_.classes_per_group, split_seed);
   } else {
-    ZEN_THROW(Result::InvalidArgument,
-              "federation: unknown split '" + cfg_.split + "' (expected 'iid' or 'dirichlet')");
+    ZEN_THROW(Result::InvalidArgument, "federation: unknown split '" + cfg_.split +
+                                           "' (expected 'iid', 'dirichlet', 'lognormal' or 'groups')");
   }
   validate_partition(partition_, train_.size());
   cfg_.model.input_dim = train_.dim;

@@ -166,6 +166,43 @@ json orbit_json(const CircularOrbit& o) {
 
 }  // namespace
 
+ServerNode parse_server(const std::string& spec) {
+  if (spec == "meo") return meo_server();
+  if (spec == "bremen") return ServerNode::ground(GroundStation{"bremen", 53.0, 8.8, 0.0});
+  if (spec == "northpole") return ServerNode::ground(GroundStation{"northpole", 90.0, 0.0, 0.0});
+  GroundStation gs;
+  std::string body = spec;
+  if (const auto eq = spec.find('='); eq != std::string::npos) {
+    gs.name = spec.substr(0, eq);
+    body = spec.substr(eq + 1);
+  }
+  std::vector<double> v;
+  size_t p = 0;
+  while (p <= body.size()) {
+    const size_t q = std::min(body.find(',', p), body.size());
+    const std::string x = body.substr(p, q - p);
+    size_t used = 0;
+    double d = 0;
+    try {
+      d = std::stod(x, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    ZEN_ENFORCE(!x.empty() && used == x.size() && std::isfinite(d),
+                "server '" + spec + "': expected meo, bremen, northpole or [NAME=]LAT,LON[,ALT_M] in degrees and metres");
+    v.push_back(d);
+    p = q + 1;
+  }
+  ZEN_ENFORCE(v.size() == 2 || v.size() == 3, "server '" + spec + "': expected LAT,LON or LAT,LON,ALT_M");
+  ZEN_ENFORCE(v[0] >= -90 && v[0] <= 90 && v[1] >= -180 && v[1] <= 360,
+              "server '" + spec + "': latitude must be in [-90, 90] and longitude in [-180, 360] degrees");
+  gs.lat_deg = v[0];
+  gs.lon_deg = v[1];
+  gs.alt_m = v.size() == 3 ? v[2] : 0.0;
+  if (gs.name.empty()) gs.name = "gs(" + body + ")";
+  return ServerNode::ground(gs);
+}
+
 std::vector<std::string> Scenario::builtin_names() {
   return {"reference", "reference-star", "bremen", "northpole", "starlink"};
 }

@@ -101,6 +101,59 @@ TEST(SplitDirichlet, PerClassCoversExactlyOnce) {
   }
 }
 
+TEST(SplitLognormal, UnequalSizesEverySampleOnce) {
+  const size_t n = 6000;
+  const Partition p = split_iid_lognormal(n, 40, 1.0, 5);
+  ASSERT_EQ(p.size(), 40u);
+  EXPECT_NO_THROW(validate_partition(p, n));
+  size_t lo = n, hi = 0, total = 0;
+  for (const auto& c : p) {
+    lo = std::min(lo, c.size());
+    hi = std::max(hi, c.size());
+    total += c.size();
+  }
+  EXPECT_EQ(total, n);
+  EXPECT_GE(lo, 1u);
+  EXPECT_GT(hi, 3 * lo) << "sigma = 1 should spread sizes by far more than 3x over 40 clients";
+  // sigma = 0: split_iid's sizes (differ by at most one).
+  const Partition q = split_iid_lognormal(n + 7, 40, 0.0, 5);
+  for (const auto& c : q) EXPECT_TRUE(c.size() == (n + 7) / 40 || c.size() == (n + 7) / 40 + 1) << c.size();
+  EXPECT_EQ(p, split_iid_lognormal(n, 40, 1.0, 5));
+  EXPECT_NE(p, split_iid_lognormal(n, 40, 1.0, 6));
+  EXPECT_THROW(split_iid_lognormal(10, 11, 1.0, 1), Error);
+  EXPECT_THROW(split_iid_lognormal(10, 2, -1.0, 1), Error);
+}
+
+TEST(SplitByGroup, EachGroupSeesOnlyItsClasses) {
+  const auto y = balanced_labels(10, 600);
+  std::vector<int> group_of;
+  for (int g = 0; g < 5; ++g)
+    for (int j = 0; j < 8; ++j) group_of.push_back(g);
+  const Partition p = split_by_group(y, 10, group_of, 2, 3);
+  ASSERT_EQ(p.size(), 40u);
+  EXPECT_NO_THROW(validate_partition(p, y.size()));
+  const auto counts = partition_label_counts(p, y, 10);
+  for (size_t k = 0; k < 40; ++k) {
+    const int g = group_of[k];
+    for (int c = 0; c < 10; ++c) {
+      if (c / 2 != g) {
+        EXPECT_EQ(counts[k][static_cast<size_t>(c)], 0u) << "client " << k << " class " << c;
+      }
+    }
+    EXPECT_GT(p[k].size(), 0u);
+  }
+  // Fewer classes than needed to cover every label: the uncovered classes go to every client.
+  const Partition q = split_by_group(y, 10, group_of, 1, 3);
+  EXPECT_NO_THROW(validate_partition(q, y.size()));
+  const auto qc = partition_label_counts(q, y, 10);
+  size_t with_class9 = 0;
+  for (size_t k = 0; k < 40; ++k) with_class9 += qc[k][9] > 0;
+  EXPECT_EQ(with_class9, 40u);
+  EXPECT_EQ(p, split_by_group(y, 10, group_of, 2, 3));
+  EXPECT_THROW(split_by_group(y, 10, group_of, 0, 3), Error);
+  EXPECT_THROW(split_by_group(y, 10, {0, -1}, 2, 3), Error);
+}
+
 TEST(SplitDirichlet, SmallAlphaSkewsLabels) {
   const auto y = balanced_labels(10, 600);
   for (auto mode : {DirichletMode::PerClient, DirichletMode::PerClass}) {

@@ -239,6 +239,21 @@ TEST(Scenario, JsonConfig) {
   EXPECT_THROW(zo::Scenario::from_json_text("{not json"), zen::Error);
 }
 
+TEST(Scenario, ServerSpecsFromTheCommandLine) {
+  EXPECT_EQ(zo::parse_server("meo").kind, zo::ServerNode::Kind::Satellite);
+  EXPECT_EQ(zo::parse_server("bremen").station.lat_deg, 53.0);
+  const zo::ServerNode oslo = zo::parse_server("oslo=59.9,10.7,20");
+  EXPECT_EQ(oslo.kind, zo::ServerNode::Kind::Ground);
+  EXPECT_EQ(oslo.name, "oslo");
+  EXPECT_DOUBLE_EQ(oslo.station.lat_deg, 59.9);
+  EXPECT_DOUBLE_EQ(oslo.station.lon_deg, 10.7);
+  EXPECT_DOUBLE_EQ(oslo.station.alt_m, 20.0);
+  const zo::ServerNode anon = zo::parse_server("-33.9,18.4");
+  EXPECT_DOUBLE_EQ(anon.station.lat_deg, -33.9);
+  EXPECT_EQ(anon.station.alt_m, 0.0);
+  for (const char* bad : {"mars", "1,2,3,4", "91,0", "10,abc", "10,", "x=10"}) EXPECT_THROW(zo::parse_server(bad), zen::Error) << bad;
+}
+
 // A "walker" block over a base takes the fields it omits from the base's Walker spec.
 TEST(Scenario, WalkerFieldsDefaultToTheBase) {
   const zo::Scenario sc = zo::Scenario::from_json_text(R"({"base": "reference", "walker": {"altitude_km": 1200}})");

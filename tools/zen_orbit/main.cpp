@@ -36,6 +36,7 @@ struct ScenarioArgs {
   std::string propagator;  // empty: the scenario's own (two-body for the built-ins)
   double days = 1.0;
   unsigned threads = 0;
+  std::vector<std::string> servers;  // --server (repeatable): replace the scenario's servers
 };
 
 void add_scenario_options(CLI::App* app, ScenarioArgs& a, bool with_days) {
@@ -45,12 +46,19 @@ void add_scenario_options(CLI::App* app, ScenarioArgs& a, bool with_days) {
   app->add_option("--propagator", a.propagator, "two-body (default) or j2")
       ->check(CLI::IsMember({"two-body", "j2"}));
   app->add_option("--threads", a.threads, "worker threads for window prediction (0 = all cores)");
+  app->add_option("--server", a.servers,
+                  "replace the servers (repeatable): meo, bremen, northpole or a ground station [NAME=]LAT,LON[,ALT_M]");
   if (with_days) app->add_option("--days", a.days, "prediction horizon in days")->capture_default_str();
 }
 
 zo::Scenario load(const ScenarioArgs& a) {
   zo::Scenario sc = a.config.empty() ? zo::Scenario::named(a.name) : zo::Scenario::from_file(a.config);
   if (!a.propagator.empty()) sc.propagator = zo::parse_propagator(a.propagator);
+  if (!a.servers.empty()) {
+    sc.servers.clear();
+    for (const auto& s : a.servers) sc.servers.push_back(zo::parse_server(s));
+    sc.validate();
+  }
   for (const auto& w : zo::ring_warnings(sc)) std::cerr << "warning: " << w << "\n";
   return sc;
 }
@@ -118,13 +126,11 @@ int cmd_links(const ScenarioArgs& a, double bits) {
   const double mask = sc.elevation_mask_deg * zo::kDegToRad;
   const double R = zo::kEarthRadius + sc.atmosphere_margin_m;
   std::printf("scenario %s: model %.0f bit, horizon %.3f days\n", sc.name.c_str(), bits, a.days);
-  // Distinct rings (by size and radius).
+  // Every plane's ring.
   std::printf("\nIntra-orbit ISL rings\n");
-  std::set<std::pair<int, long long>> seen;
   std::vector<std::pair<std::string, double>> links;
   for (const zo::RingInfo& r : zo::ring_infos(sc)) {
     const double alt = sc.satellites[static_cast<std::size_t>(sc.plane_members(r.plane)[0])].orbit.altitude_m;
-    if (!seen.insert({r.sats, std::llround(r.neighbour_distance_m)}).second) continue;
     std::printf("  plane %d: S=%d, h=%.1f km, neighbour distance %.1f km, chord clearance %.1f km, %s\n", r.plane,
                 r.sats, alt / 1e3, r.neighbour_distance_m / 1e3, r.chord_clearance_m / 1e3,
                 r.feasible ? "feasible" : "BLOCKED");
@@ -326,14 +332,18 @@ void add_fl_options(CLI::App* app, FlArgs& a) {
   auto& c = a.cfg;
   app->add_option("--scenario", c.scenario, "built-in scenario")->capture_default_str();
   app->add_option("--config", c.scenario_file, "scenario JSON file (overrides --scenario)");
-  app->add_option("--server", c.server, "replace the server: meo, bremen (53.0N 8.8E), northpole")
-      ->check(CLI::IsMember({"meo", "bremen", "northpole"}));
+  app->add_option("--server", c.servers,
+                  "replace the servers (repeatable): meo, bremen (53.0N 8.8E), northpole or a ground station "
+                  "[NAME=]LAT,LON[,ALT_M]");
   app->add_option("--rounds", c.rounds, "sync rounds / async iterations per orbit (default 20, or --max-rounds with --target-acc)");
   app->add_option("--target-acc", c.target_acc, "target test accuracy (time to reach it is reported)");
   app->add_option("--max-rounds", c.max_rounds, "rounds simulated with --target-acc and no --rounds")->capture_default_str();
   app->add_option("--model", c.model, "logreg or mlp")->check(CLI::IsMember({"logreg", "mlp"}))->capture_default_str();
   app->add_option("--hidden", c.hidden, "mlp hidden units")->capture_default_str();
-  app->add_option("--split", c.split, "iid or dirichlet:ALPHA")->capture_default_str();
+  app->add_option("--split", c.split,
+                  "iid | dirichlet:ALPHA (label skew, equal sizes) | dirichlet-class:ALPHA (per-class shares, unequal "
+                  "sizes) | lognormal:SIGMA (IID, unequal sizes) | orbit:C (each orbital plane sees C classes)")
+      ->capture_default_str();
   app->add_option("--weighting", c.weighting, "samples or uniform")->capture_default_str();
   app->add_option("--lr", c.lr, "SGD learning rate")->capture_default_str();
   app->add_option("--batch", c.batch, "SGD batch size")->capture_default_str();

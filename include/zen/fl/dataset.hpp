@@ -71,6 +71,19 @@ Partition split_dirichlet(const std::vector<int32_t>& labels, int num_classes, i
                           double alpha, uint64_t seed,
                           DirichletMode mode = DirichletMode::PerClient);
 
+/// IID content, unequal sizes: client k's share is proportional to exp(sigma * z_k), z_k ~ N(0, 1)
+/// (log-normal sizes, as in FedProx's synthetic sets), rounded by largest remainder so the sizes sum
+/// to n, every client holding at least one sample (n >= K). sigma = 0 gives split_iid's sizes.
+Partition split_iid_lognormal(size_t n, int num_clients, double sigma, uint64_t seed);
+
+/// Group label skew (e.g. group = orbital plane): client k is in group group_of[k] in [0, G); group
+/// g holds the classes (g * C + j) mod num_classes, j < C. Each class's samples (shuffled) are dealt
+/// round-robin over the clients of the groups that hold it, or over all clients when no group does,
+/// so every sample lands exactly once and a group's clients see only its classes (when C * G covers
+/// every class). Sizes follow the class counts: unequal in general.
+Partition split_by_group(const std::vector<int32_t>& labels, int num_classes, const std::vector<int>& group_of,
+                         int classes_per_group, uint64_t seed);
+
 /// Throws zen::Error naming the sample unless every index in [0, n) occurs exactly once.
 void validate_partition(const Partition& partition, size_t n);
 

@@ -20,9 +20,12 @@ struct FederationConfig {
   ModelSpec model;
   SgdConfig sgd;
   Weighting weighting = Weighting::SampleCount;
-  std::string split = "iid";  ///< "iid" or "dirichlet"
+  std::string split = "iid";  ///< "iid", "dirichlet", "lognormal" or "groups" (dataset.hpp)
   double alpha = 0.5;         ///< Dirichlet concentration (split == "dirichlet")
   DirichletMode dirichlet_mode = DirichletMode::PerClient;
+  double sigma = 1.0;         ///< log-normal size spread (split == "lognormal")
+  std::vector<int> group_of;  ///< client -> group, e.g. orbital plane (split == "groups")
+  int classes_per_group = 2;  ///< classes each group holds (split == "groups")
   uint64_t seed = 1;          ///< master seed; split, init and shuffles use separate streams
 };
 

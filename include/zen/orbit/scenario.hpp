@@ -53,6 +53,11 @@ struct ServerNode {
   static ServerNode ground(const GroundStation& gs);
 };
 
+/// A server endpoint from a command-line spec: "meo" (20 000 km, equatorial), "bremen" (53.0 N,
+/// 8.8 E), "northpole", or a ground station "[NAME=]LAT,LON[,ALT_M]" (degrees, metres). Throws
+/// zen::Error naming the spec.
+ServerNode parse_server(const std::string& spec);
+
 struct Scenario {
   std::string name;
   std::vector<Satellite> satellites;  ///< satellites[k].id == k

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -23,19 +24,15 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 orbit::Scenario make_scenario(const ExperimentConfig& cfg) {
   orbit::Scenario sc = cfg.scenario_file.empty() ? orbit::Scenario::named(cfg.scenario)
                                                  : orbit::Scenario::from_file(cfg.scenario_file);
-  if (cfg.server.empty()) return sc;
-  if (cfg.server == "meo") {
-    orbit::CircularOrbit o;
-    o.altitude_m = 20000e3;
-    sc.servers = {orbit::ServerNode::satellite("meo", o)};
-  } else if (cfg.server == "bremen") {
-    sc.servers = {orbit::ServerNode::ground({"bremen", 53.0, 8.8, 0.0})};
-  } else if (cfg.server == "northpole") {
-    sc.servers = {orbit::ServerNode::ground({"northpole", 90.0, 0.0, 0.0})};
-  } else {
-    ZEN_THROW(Result::InvalidArgument, "unknown server '" + cfg.server + "' (meo, bremen, northpole)");
+  // --server (repeatable): the listed endpoints replace the scenario's servers.
+  std::vector<std::string> specs = cfg.servers;
+  if (!cfg.server.empty()) specs.insert(specs.begin(), cfg.server);
+  if (specs.empty()) return sc;
+  sc.servers.clear();
+  for (const auto& s : specs) {
+    sc.servers.push_back(orbit::parse_server(s));
+    sc.name += "+" + sc.servers.back().name;
   }
-  sc.name += "+" + cfg.server;
   return sc;
 }
 
@@ -54,20 +51,42 @@ Experiment::Experiment(ExperimentConfig cfg) : cfg_(std::move(cfg)), sc_(make_sc
   fc.sgd.epochs = cfg_.epochs;
   fc.weighting = parse_weighting(cfg_.weighting);
   fc.seed = cfg_.seed;
-  if (cfg_.split == "iid") {
-    fc.split = "iid";
-  } else if (cfg_.split.rfind("dirichlet", 0) == 0) {
-    fc.split = "dirichlet";
-    const auto colon = cfg_.split.find(':');
-    if (colon != std::string::npos) {
-      try {
-        fc.alpha = std::stod(cfg_.split.substr(colon + 1));
-      } catch (const std::exception&) {
-        ZEN_THROW(Result::InvalidArgument, "split '" + cfg_.split + "': alpha is not a number");
-      }
+  // --split: iid | dirichlet[:A] (per client, equal sizes) | dirichlet-class[:A] (per class,
+  // unequal sizes) | lognormal[:SIGMA] (IID, unequal sizes) | orbit[:C] (each plane C classes).
+  const auto colon = cfg_.split.find(':');
+  const std::string kind = cfg_.split.substr(0, colon);
+  auto param = [&](double dflt) {
+    if (colon == std::string::npos) return dflt;
+    try {
+      size_t used = 0;
+      const std::string v = cfg_.split.substr(colon + 1);
+      const double x = std::stod(v, &used);
+      ZEN_ENFORCE(used == v.size(), "trailing characters");
+      return x;
+    } catch (const std::exception&) {
+      ZEN_THROW(Result::InvalidArgument, "split '" + cfg_.split + "': the value after ':' is not a number");
     }
+  };
+  if (kind == "iid") {
+    ZEN_ENFORCE(colon == std::string::npos, "split 'iid' takes no value, got '" + cfg_.split + "'");
+    fc.split = "iid";
+  } else if (kind == "dirichlet" || kind == "dirichlet-class") {
+    fc.split = "dirichlet";
+    fc.alpha = param(fc.alpha);
+    ZEN_ENFORCE(fc.alpha > 0, "split '" + cfg_.split + "': alpha must be positive");
+    fc.dirichlet_mode = kind == "dirichlet" ? DirichletMode::PerClient : DirichletMode::PerClass;
+  } else if (kind == "lognormal") {
+    fc.split = "lognormal";
+    fc.sigma = param(fc.sigma);
+  } else if (kind == "orbit") {
+    fc.split = "groups";
+    const double c = param(2.0);
+    ZEN_ENFORCE(c >= 1 && c == std::floor(c), "split '" + cfg_.split + "': classes per orbit must be a whole number >= 1");
+    fc.classes_per_group = static_cast<int>(c);
+    for (const auto& sat : sc_.satellites) fc.group_of.push_back(sat.plane);
   } else {
-    ZEN_THROW(Result::InvalidArgument, "unknown split '" + cfg_.split + "' (iid, dirichlet:ALPHA)");
+    ZEN_THROW(Result::InvalidArgument, "unknown split '" + cfg_.split +
+                                           "' (iid, dirichlet:ALPHA, dirichlet-class:ALPHA, lognormal:SIGMA, orbit:C)");
   }
   fed_ = std::make_unique<Federation>(train_, test_, fc);
   load_wall_s_ = seconds_since(t0);

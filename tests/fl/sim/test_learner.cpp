@@ -2,6 +2,8 @@
 // grouping-independent; transfers carry their simulated durations.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 
@@ -93,6 +95,58 @@ TEST(Learner, AsyncStalenessWeightedMeanIsApplied) {
     EXPECT_GE(r.rows[i].time_s, r.rows[i - 1].time_s);
     EXPECT_TRUE(std::isfinite(r.rows[i].loss));
   }
+}
+
+// The CLI's non-IID splits reach the federation: per-orbit classes, per-class Dirichlet and
+// log-normal sizes (so weighting by sample count matters), and bad values are errors.
+TEST(Experiment, NonIidSplitsReachTheFederation) {
+  auto make = [](const std::string& split) {
+    ExperimentConfig cfg;
+    cfg.data_dir = ZEN_FL_TINY_DIR;
+    cfg.rounds = 1;
+    cfg.learn = loopback_runner();
+    cfg.split = split;
+    return std::make_unique<Experiment>(cfg);
+  };
+  {
+    auto ex = make("orbit:2");
+    const auto& fed = ex->federation();
+    EXPECT_EQ(fed.config().split, "groups");
+    const auto& sc = ex->scenario();
+    const Dataset train = load_fashion_mnist(ZEN_FL_TINY_DIR, "train");
+    const auto counts = partition_label_counts(fed.partition(), train.y, 10);
+    for (int k = 0; k < sc.num_satellites(); ++k) {
+      for (int c = 0; c < 10; ++c) {
+        if (c / 2 != sc.satellites[static_cast<size_t>(k)].plane % 5) {
+          EXPECT_EQ(counts[static_cast<size_t>(k)][static_cast<size_t>(c)], 0u) << "satellite " << k << " class " << c;
+        }
+      }
+    }
+  }
+  for (const char* split : {"lognormal:1", "dirichlet-class:0.3"}) {
+    auto ex = make(split);
+    const auto& fed = ex->federation();
+    size_t lo = SIZE_MAX, hi = 0;
+    for (int k = 0; k < ex->scenario().num_satellites(); ++k) {
+      lo = std::min(lo, fed.client_samples(k));
+      hi = std::max(hi, fed.client_samples(k));
+    }
+    EXPECT_GT(hi, lo) << split << ": sizes should differ";
+  }
+  EXPECT_EQ(make("dirichlet-class:0.3")->federation().config().dirichlet_mode, DirichletMode::PerClass);
+  EXPECT_THROW(make("orbit:x"), Error);
+  EXPECT_THROW(make("orbit:0"), Error);
+  EXPECT_THROW(make("iid:3"), Error);
+  EXPECT_THROW(make("lognormal:-1"), Error);
+  EXPECT_THROW(make("zipf"), Error);
+  // Several servers (here two ground stations) replace the scenario's one.
+  ExperimentConfig cfg;
+  cfg.data_dir = ZEN_FL_TINY_DIR;
+  cfg.learn = loopback_runner();
+  cfg.servers = {"bremen", "oslo=59.9,10.7"};
+  Experiment two(cfg);
+  ASSERT_EQ(two.scenario().servers.size(), 2u);
+  EXPECT_EQ(two.scenario().servers[1].name, "oslo");
 }
 
 TEST(Experiment, TinyEndToEndWritesCsvAndPlot) {

@@ -19,6 +19,7 @@ struct ExperimentConfig {
   std::string scenario = "reference";  ///< built-in name
   std::string scenario_file;           ///< JSON config (overrides scenario)
   std::string server;                  ///< "" (scenario's own), meo, bremen, northpole
+  std::vector<std::string> servers;    ///< more server specs (orbit::parse_server), after `server`
   std::string preset = "ka";
   int rounds = 0;             ///< 0: max_rounds when target_acc > 0, else 20
   double target_acc = 0.0;    ///< > 0: report (and stop the CSV at) the first update reaching it
@@ -26,7 +27,7 @@ struct ExperimentConfig {
   // learning
   std::string model = "logreg";
   int hidden = 32;
-  std::string split = "iid";  ///< iid | dirichlet:ALPHA
+  std::string split = "iid";  ///< iid | dirichlet:ALPHA | dirichlet-class:ALPHA | lognormal:SIGMA | orbit:C
   std::string weighting = "samples";
   float lr = 0.1f;
   std::size_t batch = 10;
