@@ -81,6 +81,9 @@ TEST(CapiMpi, UnknownSchemeDtypeEncodingAndIndexTypeAreInvalidArgument) {
     Comm c;
     zenSparseAllreduce_t op = nullptr;
     ASSERT_EQ(zenSparseAllreduceCreate(&op, c.c, "allgather", kN, 1, zenFloat32, nullptr), zenSuccess) << zenGetLastError();
+    // Every rank has finished its setup before any rank fails the call below: a fast rank's error
+    // (poisoning the communicator) must not reach a slow rank still inside its setup collectives.
+    MPI_Barrier(MPI_COMM_WORLD);
     int64_t idx[1] = {1};
     float val[1] = {1.0f};
     std::vector<float> out(kN);
