@@ -38,14 +38,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-IndexEncoding encoding_of(const std::string& v, const char* what) {
-  if (v == "auto") return IndexEncoding::Auto;
-  if (v == "coo") return IndexEncoding::Coo;
-  if (v == "bitmap") return IndexEncoding::Bitmap;
-  if (v == "ef") return IndexEncoding::EliasFano;
-  ZEN_THROW(Result::InvalidArgument, std::string(what) + " must be auto, coo, bitmap or ef, got '" + v + "'");
-}
-
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
@@ -344,8 +336,8 @@ int run_check(const std::vector<Trace>& traces, const std::string& perf_json) {
   rs.n = j.at("ranks").get<int>();
   rs.opt.seed = cf.at("seed").get<uint64_t>();
   const std::string pull = cf.value("pull", "auto"), push = cf.value("push", "auto");
-  rs.opt.pull = encoding_of(pull, "pull");
-  rs.opt.push = encoding_of(push, "push");
+  rs.opt.pull = parse_index_encoding(pull);
+  rs.opt.push = parse_index_encoding(push);
   rs.opt.block_size = cf.value("block_size", 256u);
   rs.opt.sparcml_dense_switch = cf.value("sparcml_switch", 0.0);
   rs.sparse_out = cf.value("output", std::string("dense")) == "sparse";
@@ -514,8 +506,8 @@ int main(int argc, char** argv) {
     if (!check.empty()) return run_check(trs, check);
     SchemeOptions opt;
     opt.seed = seed;
-    opt.pull = encoding_of(pull, "--pull");
-    opt.push = encoding_of(push, "--push");
+    opt.pull = parse_index_encoding(pull);
+    opt.push = parse_index_encoding(push);
     opt.block_size = block_size;
     opt.sparcml_dense_switch = sparcml_switch;
     ZEN_ENFORCE(output == "sparse" || output == "dense", "--output must be sparse or dense");

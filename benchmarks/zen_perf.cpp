@@ -400,15 +400,8 @@ SchemeOptions scheme_options(const Config& cfg) {
   o.autotune.bytes_per_s = cfg.auto_gbps * 1e9 / 8.0;
   o.autotune.alpha_s = cfg.auto_alpha_us * 1e-6;
   o.autotune.reevaluate_every = cfg.auto_every;
-  auto enc = [](const std::string& v, const char* opt) {
-    if (v == "coo") return IndexEncoding::Coo;
-    if (v == "bitmap") return IndexEncoding::Bitmap;
-    if (v == "ef") return IndexEncoding::EliasFano;
-    if (v == "auto") return IndexEncoding::Auto;
-    ZEN_THROW(Result::InvalidArgument, std::string(opt) + " must be auto, coo, bitmap or ef, got '" + v + "'");
-  };
-  o.pull = enc(cfg.pull, "--pull");
-  o.push = enc(cfg.push, "--push");
+  o.pull = parse_index_encoding(cfg.pull);
+  o.push = parse_index_encoding(cfg.push);
   return o;
 }
 

@@ -50,6 +50,7 @@ struct Workspace {
   std::vector<size_t> sib, rib;       // bytes of the index part of each push segment
   std::vector<uint64_t> sort_a, sort_b;  // sorted pushes: per-slot records and radix scratch
   std::vector<uint8_t> sbuf, rbuf, all, rkeys;
+  std::vector<const uint8_t*> rseg;  // start of each received push segment (the own one in sbuf)
   plan::OwnerState owner;
   std::vector<plan::Segment> segs;
   std::vector<float> dup_acc;     // 16-bit inputs with duplicates: fp32 sums per key
@@ -148,7 +149,7 @@ class Balanced final : public SparseAllreduce {
     w.sib.resize(un);
     w.rib.resize(un);
     const uint64_t m_me = part_.owner_size(static_cast<uint32_t>(me));
-    size_t stotal = 0, rtotal = 0, sorted_keys = 0, rdecoded = 0;
+    size_t stotal = 0, rtotal = 0, sorted_keys = 0;
     int nsorted = 0;
     double bound = 0;
     for (int p = 0; p < n; ++p) {
@@ -162,7 +163,6 @@ class Balanced final : public SparseAllreduce {
         sorted_keys += w.scount[p];
         ++nsorted;
       }
-      if (w.renc[p] != plan::kEncCoo) rdecoded += w.rcount[p];
       w.sdispl[p] = stotal;
       stotal += w.sib[p] + w.scount[p] * rb;
       w.sbytes[p] = p == me ? 0 : w.sib[p] + w.scount[p] * rb;
@@ -277,20 +277,10 @@ class Balanced final : public SparseAllreduce {
     {
       Phase pa(*this, "aggregate");
       w.segs.resize(un);
-      uint8_t* rk = plan::grow(w.rkeys, rdecoded * isz);
-      for (int p = 0; p < n; ++p) {
-        const uint8_t* seg = p == me ? sbuf + w.sdispl[me] : rbuf + w.rdispl[p];
-        const uint8_t* keys = seg;
-        if (w.renc[p] != plan::kEncCoo) {  // decode the sorted segment's index part into keys
-          if (!plan::decode_index_part(w.renc[p], seg, m, w.rcount[p], isz, rk))
-            ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " balanced push: peer " + std::to_string(p) +
-                                                " sent a malformed " + plan::encoding_name(w.renc[p]) + " index part for " +
-                                                std::to_string(w.rcount[p]) + " rows over an owner set of " + std::to_string(m));
-          keys = rk;
-          rk += w.rcount[p] * isz;
-        }
-        w.segs[p] = plan::Segment{keys, seg + w.rib[p], w.rcount[p]};
-      }
+      w.rseg.resize(un);
+      for (int p = 0; p < n; ++p) w.rseg[p] = p == me ? sbuf + w.sdispl[me] : rbuf + w.rdispl[p];
+      plan::received_segments(n, me, w.rseg.data(), w.rcount.data(), w.renc.data(), w.rib.data(), m, isz, w.rkeys,
+                              w.segs.data(), "balanced");
       K = plan::owner_accumulate<T>(w.owner, w.segs.data(), n, isz, D, m, tp, me, "balanced");
     }
 

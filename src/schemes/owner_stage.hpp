@@ -223,6 +223,30 @@ inline bool decode_index_part(uint8_t e, const uint8_t* in, uint64_t m, uint64_t
   return j == K;
 }
 
+/// The received push segments of an owner with a set of m positions: segment p starts at seg[p]
+/// (the own one included) with count[p] rows, an index part of ib[p] bytes in code enc[p], then the
+/// rows. COO keys are used in place; other index parts are validated and decoded into `scratch`.
+/// A malformed one throws InvalidUsage naming this rank, the scheme and the peer.
+inline void received_segments(int n, int me, const uint8_t* const* seg, const uint64_t* count, const uint8_t* enc,
+                              const size_t* ib, uint64_t m, size_t isz, std::vector<uint8_t>& scratch, Segment* segs,
+                              const char* scheme) {
+  size_t decoded = 0;
+  for (int p = 0; p < n; ++p) decoded += enc[p] != kEncCoo ? count[p] : 0;
+  uint8_t* rk = grow(scratch, decoded * isz);
+  for (int p = 0; p < n; ++p) {
+    const uint8_t* keys = seg[p];
+    if (enc[p] != kEncCoo) {
+      if (!decode_index_part(enc[p], seg[p], m, count[p], isz, rk))
+        ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " " + scheme + " push: peer " + std::to_string(p) +
+                                            " sent a malformed " + encoding_name(enc[p]) + " index part for " +
+                                            std::to_string(count[p]) + " rows over a set of " + std::to_string(m));
+      keys = rk;
+      rk += count[p] * isz;
+    }
+    segs[p] = Segment{keys, seg[p] + ib[p], count[p]};
+  }
+}
+
 /// Sum the segments (in rank order) into st; returns K, the number of distinct positions.
 /// Positions >= m are an error naming the source rank (ranks disagree on N, the seed or ranges).
 template <typename T>

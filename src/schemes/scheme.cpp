@@ -323,6 +323,14 @@ static const std::vector<std::pair<std::string, Maker>>& registry() {
   return r;
 }
 
+IndexEncoding parse_index_encoding(const std::string& name) {
+  if (name == "auto") return IndexEncoding::Auto;
+  if (name == "coo") return IndexEncoding::Coo;
+  if (name == "bitmap") return IndexEncoding::Bitmap;
+  if (name == "ef") return IndexEncoding::EliasFano;
+  ZEN_THROW(Result::InvalidArgument, "index encoding must be auto, coo, bitmap or ef, got '" + name + "'");
+}
+
 const std::vector<std::string>& scheme_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;

@@ -34,6 +34,7 @@ struct Workspace {
   std::vector<uint8_t> senc, renc;  // push encoding per peer (sent / received)
   std::vector<size_t> sib, rib;     // index-part bytes of each push segment
   std::vector<uint8_t> sbuf, rbuf, all, rkeys;
+  std::vector<const uint8_t*> rseg;  // start of each received push segment (the own one in sbuf)
   std::vector<plan::KV> kv;  // dense output: (row, value offset) of every result row
   plan::OwnerState owner;
   std::vector<plan::Segment> segs;
@@ -92,7 +93,7 @@ class SparsePS final : public SparseAllreduce {
     w.renc.resize(un);
     w.sib.resize(un);
     w.rib.resize(un);
-    size_t st = 0, rt = 0, rdecoded = 0;
+    size_t st = 0, rt = 0;
     double bound = 0;
     for (int p = 0; p < n; ++p) {
       // Keys are sorted already: the push rule picks COO / bitmap / Elias-Fano (own segment: COO).
@@ -100,7 +101,6 @@ class SparsePS final : public SparseAllreduce {
       w.renc[p] = p == me ? plan::kEncCoo : plan::pick_push_encoding(opt_.push, range(me), w.rcount[p], isz, rowb);
       w.sib[p] = plan::index_part_bytes(w.senc[p], range(p), w.scount[p], isz);
       w.rib[p] = plan::index_part_bytes(w.renc[p], range(me), w.rcount[p], isz);
-      if (w.renc[p] != plan::kEncCoo) rdecoded += w.rcount[p];
       w.sd[p] = st;
       st += w.sib[p] + w.scount[p] * rowb;
       w.sb[p] = p == me ? 0 : w.sib[p] + w.scount[p] * rowb;
@@ -129,21 +129,13 @@ class SparsePS final : public SparseAllreduce {
     const uint64_t m = range(me);
     uint64_t pushed = 0;
     w.segs.resize(un);
-    uint8_t* rk = plan::grow(w.rkeys, rdecoded * isz);
+    w.rseg.resize(un);
     for (int p = 0; p < n; ++p) {
-      const uint8_t* seg = p == me ? sbuf + w.sd[me] : rbuf + w.rd[p];
-      const uint8_t* keys = seg;
-      if (w.renc[p] != plan::kEncCoo) {
-        if (!plan::decode_index_part(w.renc[p], seg, m, w.rcount[p], isz, rk))
-          ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " sparse_ps push: peer " + std::to_string(p) +
-                                              " sent a malformed " + plan::encoding_name(w.renc[p]) + " index part for " +
-                                              std::to_string(w.rcount[p]) + " rows over a range of " + std::to_string(m));
-        keys = rk;
-        rk += w.rcount[p] * isz;
-      }
-      w.segs[p] = plan::Segment{keys, seg + w.rib[p], w.rcount[p]};
+      w.rseg[p] = p == me ? sbuf + w.sd[me] : rbuf + w.rd[p];
       pushed += w.rcount[p];
     }
+    plan::received_segments(n, me, w.rseg.data(), w.rcount.data(), w.renc.data(), w.rib.data(), m, isz, w.rkeys,
+                            w.segs.data(), "sparse_ps");
     const uint64_t K = plan::owner_accumulate<T>(w.owner, w.segs.data(), n, isz, D, m, tp, me, "sparse_ps");
     const uint8_t enc = plan::pick_encoding(opt_.pull, m, K, isz);
     w.mine = OwnerMeta{K, pushed, enc};

@@ -229,6 +229,9 @@ std::unique_ptr<SparseAllreduce> make_scheme(const std::string& name, Communicat
                                              const SchemeOptions& opt = {});
 const std::vector<std::string>& scheme_names();
 
+/// "auto", "coo", "bitmap" or "ef" (Elias-Fano); throws InvalidArgument naming the value otherwise.
+IndexEncoding parse_index_encoding(const std::string& name);
+
 // ---- helpers shared by the scheme implementations (src/schemes/common.cpp) ----
 namespace detail {
 /// Sort (key, value-row) pairs by key (stable) and sum equal keys in order, accumulating in
