@@ -406,8 +406,8 @@ void owner_write(OwnerState& st, size_t isz, size_t D, uint8_t enc, uint8_t* msg
 }
 
 /// Check an owner's pull message of `K` rows over `m` positions: a bitmap must have exactly K bits
-/// set and clear padding; COO positions must be < m; Elias-Fano must pass ef_check. Throws
-/// InvalidUsage naming the owner.
+/// set and clear padding; COO positions must be < m; Elias-Fano must pass ef_check_frame (its order
+/// and range are checked while for_positions decodes it). Throws InvalidUsage naming the owner.
 inline void check_pull_message(const uint8_t* msg, uint8_t enc, uint64_t m, uint64_t K, size_t isz, int me, int owner,
                                const char* scheme) {
   bool ok = true;
