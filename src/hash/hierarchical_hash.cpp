@@ -109,64 +109,85 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
     const size_t b = detail::ThreadPool::chunk_begin(nnz, tasks, t), e = detail::ThreadPool::chunk_begin(nnz, tasks, t + 1);
     uint64_t placed_par = 0, placed_ser = 0;
     bool dup = false;
-    for (size_t i = b; i < e; ++i) {
-      const int64_t sx = in.index_at(i);
-      if (sx < 0 || static_cast<uint64_t>(sx) >= R) {
-        if (s.task_bad[static_cast<size_t>(t)] == ~uint64_t{0}) s.task_bad[static_cast<size_t>(t)] = i;
-        slot_of[i] = kBad;
-        continue;
-      }
-      const uint64_t x = static_cast<uint64_t>(sx);
-      uint32_t p;
-      uint64_t q;
-      if (fwd) part.divmod(fwd[x], &q, &p);
-      else part.locate(x, &p, &q);
-      epos[i] = q;
-      uint32_t* region = par + static_cast<size_t>(p) * cap1;
-      const uint32_t me = static_cast<uint32_t>(i);
-      bool placed = false;
-      for (int j = 0; j < cfg.hash_functions && !placed; ++j) {
-        const size_t sl = static_cast<size_t>(((x * ha[j] + hb[j]) >> 32) * cap1 >> 32);
-        uint32_t cur = kAtomic ? load_slot(region + sl) : region[sl];
-        for (;;) {
-          if (cur == kEmpty) {
-            if constexpr (!kAtomic) {
-              region[sl] = me;
-              placed = true;
-              break;
-            }
-            // compare-and-swap: a slot is claimed by exactly one key, no check-then-store race.
-            if (cas_slot(region + sl, cur, me)) {
-              placed = true;
-              break;
-            }
-            continue;  // cur now holds whoever won
-          }
-          if (static_cast<uint64_t>(in.index_at(cur)) == x) {
-            // Same key: merge. The slot keeps the smallest entry id of the key (atomic min).
-            dup = true;
-            if constexpr (kAtomic) {
-              while (me < cur && !cas_slot(region + sl, cur, me)) {
-              }
-            }  // one task: entries arrive in ascending order, the slot already holds the smallest
-            placed = true;
-          }
-          break;  // merged, or another key: next hash function
+    // Entries go in blocks: first owner, position and first slot of each (pi evaluated, the slot
+    // prefetched), then the probes, so that the table's cache misses overlap.
+    constexpr size_t kBlock = 32;
+    uint32_t bown[kBlock];
+    for (size_t bb = b; bb < e; bb += kBlock) {
+      const size_t be = std::min(e, bb + kBlock);
+      for (size_t i = bb; i < be; ++i) {
+        const int64_t sx = in.index_at(i);
+        if (sx < 0 || static_cast<uint64_t>(sx) >= R) {
+          bown[i - bb] = kEmpty;
+          continue;
         }
-        if (placed) slot_of[i] = static_cast<uint32_t>(static_cast<size_t>(p) * cap1 + sl);
+        const uint64_t x = static_cast<uint64_t>(sx);
+        uint32_t p;
+        uint64_t q;
+        if (fwd)
+          part.divmod(fwd[x], &q, &p);
+        else
+          part.locate(x, &p, &q);
+        epos[i] = q;
+        bown[i - bb] = p;
+        __builtin_prefetch(
+            par + static_cast<size_t>(p) * cap1 + static_cast<size_t>(((x * ha[0] + hb[0]) >> 32) * cap1 >> 32), 1);
       }
-      if (placed) {
-        ++placed_par;
-        continue;
-      }
-      slot_of[i] = kTail;
-      const uint64_t c = kAtomic ? s.cnt[p].fetch_add(1, std::memory_order_relaxed) : s.cnt[p].load(std::memory_order_relaxed);
-      if constexpr (!kAtomic) s.cnt[p].store(c + 1, std::memory_order_relaxed);
-      if (c < cap2) {
-        ser[static_cast<size_t>(p) * cap2 + c] = me;
-        ++placed_ser;
-      } else {
-        s.spill[static_cast<size_t>(t)].emplace_back(p, me);  // serial region full: never written past it
+      for (size_t i = bb; i < be; ++i) {
+        if (bown[i - bb] == kEmpty) {
+          if (s.task_bad[static_cast<size_t>(t)] == ~uint64_t{0}) s.task_bad[static_cast<size_t>(t)] = i;
+          slot_of[i] = kBad;
+          continue;
+        }
+        const uint64_t x = static_cast<uint64_t>(in.index_at(i));
+        const uint32_t p = bown[i - bb];
+        uint32_t* region = par + static_cast<size_t>(p) * cap1;
+        const uint32_t me = static_cast<uint32_t>(i);
+        bool placed = false;
+        for (int j = 0; j < cfg.hash_functions && !placed; ++j) {
+          const size_t sl = static_cast<size_t>(((x * ha[j] + hb[j]) >> 32) * cap1 >> 32);
+          uint32_t cur = kAtomic ? load_slot(region + sl) : region[sl];
+          for (;;) {
+            if (cur == kEmpty) {
+              if constexpr (!kAtomic) {
+                region[sl] = me;
+                placed = true;
+                break;
+              }
+              // compare-and-swap: a slot is claimed by exactly one key, no check-then-store race.
+              if (cas_slot(region + sl, cur, me)) {
+                placed = true;
+                break;
+              }
+              continue;  // cur now holds whoever won
+            }
+            if (static_cast<uint64_t>(in.index_at(cur)) == x) {
+              // Same key: merge. The slot keeps the smallest entry id of the key (atomic min).
+              dup = true;
+              if constexpr (kAtomic) {
+                while (me < cur && !cas_slot(region + sl, cur, me)) {
+                }
+              }  // one task: entries arrive in ascending order, the slot already holds the smallest
+              placed = true;
+            }
+            break;  // merged, or another key: next hash function
+          }
+          if (placed) slot_of[i] = static_cast<uint32_t>(static_cast<size_t>(p) * cap1 + sl);
+        }
+        if (placed) {
+          ++placed_par;
+          continue;
+        }
+        slot_of[i] = kTail;
+        const uint64_t c =
+            kAtomic ? s.cnt[p].fetch_add(1, std::memory_order_relaxed) : s.cnt[p].load(std::memory_order_relaxed);
+        if constexpr (!kAtomic) s.cnt[p].store(c + 1, std::memory_order_relaxed);
+        if (c < cap2) {
+          ser[static_cast<size_t>(p) * cap2 + c] = me;
+          ++placed_ser;
+        } else {
+          s.spill[static_cast<size_t>(t)].emplace_back(p, me);  // serial region full: never written past it
+        }
       }
     }
     s.task_par[static_cast<size_t>(t)] = placed_par;
@@ -244,6 +265,7 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
     size_t k = out.offsets[p];
     for (size_t sl = 0; sl < cap1; ++sl) {
       const uint32_t v = region[sl];
+      if (sl + 16 < cap1 && region[sl + 16] != kEmpty) __builtin_prefetch(epos + region[sl + 16]);
       if (v == kEmpty) continue;
       region[sl] = kEmpty;
       s.slot_key[static_cast<size_t>(p) * cap1 + sl] = static_cast<uint32_t>(k);

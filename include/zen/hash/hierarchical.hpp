@@ -15,7 +15,9 @@
 //
 // Sizes: r1 = parallel_factor * nnz slots in total (cap1 = r1/n per owner, at least 16), r2 =
 // serial_fraction * r1 (cap2 = r2/n, at least 8). The table persists across calls and is cleared
-// touched-only at compaction, so a call allocates nothing once the sizes have been seen.
+// touched-only at compaction, so a call allocates nothing once the sizes have been seen. Entries are
+// placed in blocks of 32 (pi of the whole block first, each first slot prefetched, then the probes),
+// so the table's cache misses overlap instead of stalling one after another.
 //
 // Determinism: the duplicates of a key are summed by the caller in ascending entry order from the
 // key's smallest entry id (`rep`), whatever the thread count and the race order of the inserts.
