@@ -38,8 +38,11 @@ struct OwnerMeta {
 constexpr uint64_t kSmallTable = uint64_t{1} << 22;
 constexpr uint64_t kTableRows = uint64_t{1} << 24;
 // The forward table is read in input order (random rows): it only beats evaluating pi while it stays
-// in cache. The inverse table is read in position order (a stride of n), so it streams at any size.
+// in cache. The inverse table is read in position order (a stride of n): it streams when the result is
+// dense enough to touch most of its cache lines (16 entries each): it is built only when the call's
+// entries alone cover 1/16 of the rows, and read only when the call's result does.
 constexpr uint64_t kForwardTableRows = uint64_t{1} << 18;
+constexpr uint64_t kInverseDensity = 16;
 
 struct Workspace {
   HierarchicalHash hash;
@@ -87,23 +90,24 @@ class Balanced final : public SparseAllreduce {
 
  private:
   uint64_t rows() const { return spec_.dense_len / spec_.row_width; }
-  bool tables_ready() const { return !ws_->inv.empty(); }
 
   // Cache pi and pi^-1 over all rows when the call's size makes them worth it (see kTableRows).
   void maybe_build_tables(size_t nnz) {
     Workspace& w = *ws_;
     const uint64_t R = rows();
-    if (tables_ready() || nnz <= w.max_nnz) return;
+    if (nnz <= w.max_nnz) return;
     w.max_nnz = nnz;
     if (R == 0 || R > kTableRows || (R > kSmallTable && R > 32 * static_cast<uint64_t>(nnz))) return;
-    const bool fwd = R <= kForwardTableRows;
+    const bool fwd = w.fwd.empty() && R <= kForwardTableRows;
+    const bool inv = w.inv.empty() && kInverseDensity * static_cast<uint64_t>(nnz) >= R;
+    if (!fwd && !inv) return;
     if (fwd) w.fwd.resize(R);
-    w.inv.resize(R);
+    if (inv) w.inv.resize(R);
     pool().parallel_for(R, size_t{1} << 14, [&](size_t b, size_t e, int) {
       for (size_t x = b; x < e; ++x) {
         const uint64_t v = part_.permute(x);
         if (fwd) w.fwd[x] = static_cast<uint32_t>(v);
-        w.inv[v] = static_cast<uint32_t>(x);
+        if (inv) w.inv[v] = static_cast<uint32_t>(x);
       }
     });
   }
@@ -172,6 +176,16 @@ class Balanced final : public SparseAllreduce {
       if (p != me) bound += static_cast<double>(w.scount[p] * rb) + encode::log2_binomial(mp, w.scount[p]) / 8.0;
     }
     report_.push_encoding = plan::encodings_name(w.senc.data(), n, me);
+    // Every peer pushes to this owner sorted: sort the own segment too and merge instead of
+    // accumulating over the owner set (plan::owner_merge).
+    // (Sorting takes (position << 32 | row) records: owner sets of at most 2^32 positions.)
+    bool merge = n > 1 && n <= plan::kMaxMerge && m_me <= (uint64_t{1} << 32);
+    for (int p = 0; p < n && merge; ++p) merge = p == me || w.renc[p] != plan::kEncCoo || w.rcount[p] == 0;
+    auto sorted_seg = [&](int p) { return w.senc[p] != plan::kEncCoo || (merge && p == me); };
+    if (merge) {
+      sorted_keys += w.scount[me];
+      ++nsorted;
+    }
     uint8_t* sbuf = plan::grow(w.sbuf, stotal);
     uint8_t* rbuf = plan::grow(w.rbuf, rtotal);
 
@@ -188,12 +202,12 @@ class Balanced final : public SparseAllreduce {
       uint64_t* srt = nsorted ? plan::grow(w.sort_a, K) : nullptr;
       if (nsorted) {
         size_t widest = 0;
-        for (int p = 0; p < n; ++p) widest = std::max(widest, w.senc[p] != plan::kEncCoo ? w.scount[p] : 0);
+        for (int p = 0; p < n; ++p) widest = std::max(widest, sorted_seg(p) ? w.scount[p] : 0);
         const int stasks = std::max(1, std::min(n, tp.tasks_for(sorted_keys, size_t{1} << 14)));
         uint64_t* scratch = plan::grow(w.sort_b, widest * static_cast<size_t>(stasks));
         tp.run(stasks, [&](int t) {
           for (int p = t; p < n; p += stasks) {
-            if (w.senc[p] == plan::kEncCoo) continue;
+            if (!sorted_seg(p)) continue;
             const size_t b = hp.offsets[p], e = hp.offsets[p + 1];
             for (size_t k = b; k < e; ++k) srt[k] = (hp.pos[k] << 32) | (dups ? static_cast<uint64_t>(k) : hp.rep[k]);
             plan::radix_sort_u64(srt + b, scratch + static_cast<size_t>(t) * widest, e - b, 32,
@@ -220,7 +234,7 @@ class Balanced final : public SparseAllreduce {
             ++p;
             j = 0;
           }
-          const bool coo = w.senc[p] == plan::kEncCoo;
+          const bool coo = !sorted_seg(static_cast<int>(p));
           if (coo) plan::store_key(key_at(p, j), 0, isz, hp.pos[k]);
           const uint64_t low = coo ? (dups ? k : hp.rep[k]) : static_cast<uint32_t>(srt[k]);
           if (dups) {
@@ -281,7 +295,8 @@ class Balanced final : public SparseAllreduce {
       for (int p = 0; p < n; ++p) w.rseg[p] = p == me ? sbuf + w.sdispl[me] : rbuf + w.rdispl[p];
       plan::received_segments(n, me, w.rseg.data(), w.rcount.data(), w.renc.data(), w.rib.data(), m, isz, w.rkeys,
                               w.segs.data(), "balanced");
-      K = plan::owner_accumulate<T>(w.owner, w.segs.data(), n, isz, D, m, tp, me, "balanced");
+      K = merge ? plan::owner_merge<T>(w.owner, w.segs.data(), n, isz, D, m, tp, me, "balanced")
+                : plan::owner_accumulate<T>(w.owner, w.segs.data(), n, isz, D, m, tp, me, "balanced");
     }
 
     // 5. Choose this owner's pull encoding and publish (K_i, pushed_i, encoding_i).
@@ -355,7 +370,10 @@ class Balanced final : public SparseAllreduce {
     // (global row, offset of its values in the pull buffer) for every result row: first the pi
     // values p + n * position (ascending), then their preimages (table lookups prefetched ahead).
     plan::KV* kv = plan::grow(w.kv, total);
-    const bool table = tables_ready();
+    // The inverse table is read at a stride of n per owner: it streams when the result touches most
+    // of its cache lines, and misses on every row when the result is sparser; then evaluating
+    // pi^-1 (three multiply-add rounds) is the faster of the two.
+    const bool table = !w.inv.empty() && total * kInverseDensity >= rows();
     const uint32_t* inv = table ? w.inv.data() : nullptr;
     tp.run(tasks, [&](int t) {
       owners(t, [&](uint32_t p) {

@@ -6,6 +6,7 @@
 // Deterministic: positions are split among the pool's tasks in word-aligned ranges, and each task
 // walks the sources in rank order, so a position's contributions are always added in rank order
 // (first one copied, the rest added in the accumulation type, rounded once when written).
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -342,6 +343,119 @@ uint64_t owner_accumulate(OwnerState& st, const Segment* segs, int n, size_t isz
   });
   uint64_t K = 0;
   for (int t = 0; t < tasks; ++t) K += fresh[static_cast<size_t>(t)];
+  st.K = K;
+  return K;
+}
+
+/// Largest rank count the merge path takes (a linear scan of the segment heads per position).
+constexpr int kMaxMerge = 16;
+
+/// Owner sums when every segment's keys ascend (pushes sent sorted, the own segment sorted
+/// locally): an n-way merge in position order writes the distinct positions and summed rows to
+/// st.spos / st.svals (the sparse mode's layout, which owner_write sends), touching nothing of size
+/// m: no accumulator, no presence bitmap, no scan over the owner set. The sums are those of
+/// owner_accumulate (sources in rank order, the first copied, the others added in the accumulation
+/// type, rounded once). Tasks take ranges of positions (segment bounds by binary search) and write
+/// from the upper bound of their output; the pieces are then moved together in order. A key >= m
+/// or keys that do not strictly ascend throw InvalidUsage naming the source. n <= kMaxMerge.
+template <typename T>
+uint64_t owner_merge(OwnerState& st, const Segment* segs, int n, size_t isz, size_t D, uint64_t m,
+                     detail::ThreadPool& tp, int me, const char* scheme) {
+  using A = typename accum_of<T>::type;
+  const size_t vs = sizeof(T), rb = D * vs;
+  const size_t un = static_cast<size_t>(n);
+  st.m = m;
+  st.sparse = true;
+  uint64_t received = 0;
+  for (int s = 0; s < n; ++s) received += segs[s].count;
+  uint64_t* spos = grow(st.spos, received);
+  uint8_t* svals = grow(st.svals, received * rb);
+  const int tasks = tp.tasks_for(received * D, size_t{1} << 15);
+  const size_t ut = static_cast<size_t>(tasks);
+  // scratch: (tasks + 1) x n segment bounds, then per task its output count and its bad source.
+  std::vector<uint64_t>& sc = st.scratch;
+  sc.assign((ut + 1) * un + 2 * ut, 0);
+  uint64_t* bound = sc.data();
+  uint64_t* produced = bound + (ut + 1) * un;
+  uint64_t* bad = produced + ut;
+  const uint64_t kNone = ~uint64_t{0};
+  for (size_t t = 0; t <= ut; ++t) {
+    const uint64_t lo = t == ut ? m : m / ut * t + m % ut * t / ut;
+    for (size_t s = 0; s < un; ++s) {
+      uint64_t a = 0, b = segs[s].count;  // first key >= lo (only meaningful for ascending keys)
+      if (t == ut) a = b;
+      while (a < b) {
+        const uint64_t mid = a + (b - a) / 2;
+        if (load_key(segs[s].keys, mid, isz) < lo) a = mid + 1;
+        else b = mid;
+      }
+      bound[t * un + s] = t ? std::max(a, bound[(t - 1) * un + s]) : 0;  // monotone whatever the keys
+    }
+  }
+  tp.run(tasks, [&](int ti) {
+    const size_t t = static_cast<size_t>(ti);
+    const uint64_t lo = m / ut * t + m % ut * t / ut, hi = t + 1 == ut ? m : m / ut * (t + 1) + m % ut * (t + 1) / ut;
+    uint64_t idx[kMaxMerge], end[kMaxMerge], head[kMaxMerge];
+    uint64_t o = 0;
+    bad[t] = kNone;
+    for (size_t s = 0; s < un; ++s) {
+      idx[s] = bound[t * un + s];
+      end[s] = bound[(t + 1) * un + s];
+      o += idx[s];
+      head[s] = idx[s] < end[s] ? load_key(segs[s].keys, idx[s], isz) : kNone;
+      if (head[s] != kNone && head[s] < lo) bad[t] = s;
+    }
+    const uint64_t o0 = o;
+    int from[kMaxMerge];
+    while (bad[t] == kNone) {
+      uint64_t q = kNone;
+      for (size_t s = 0; s < un; ++s) q = head[s] < q ? head[s] : q;
+      if (q == kNone) break;
+      int c = 0;
+      for (size_t s = 0; s < un; ++s)
+        if (head[s] == q) from[c++] = static_cast<int>(s);
+      if (q >= hi) {
+        bad[t] = static_cast<uint64_t>(from[0]);
+        break;
+      }
+      spos[o] = q;
+      uint8_t* dst = svals + o * rb;
+      auto row = [&](int s) { return segs[s].rows + idx[s] * rb; };
+      if constexpr (std::is_same_v<A, T>) {
+        std::memcpy(dst, row(from[0]), rb);
+        for (int i = 1; i < c; ++i) row_add_bytes<T>(dst, row(from[i]), D);
+      } else {
+        for (size_t col = 0; col < D; ++col) {
+          A a = static_cast<A>(load_as<T>(row(from[0]) + col * vs));
+          for (int i = 1; i < c; ++i) a += static_cast<A>(load_as<T>(row(from[i]) + col * vs));
+          store_as<T>(dst + col * vs, static_cast<T>(a));
+        }
+      }
+      ++o;
+      for (int i = 0; i < c; ++i) {
+        const int s = from[i];
+        const uint64_t nk = ++idx[s] < end[s] ? load_key(segs[s].keys, idx[s], isz) : kNone;
+        if (nk != kNone && nk <= q) bad[t] = static_cast<uint64_t>(s);
+        head[s] = nk;
+      }
+    }
+    produced[t] = o - o0;
+  });
+  for (size_t t = 0; t < ut; ++t)
+    if (bad[t] != kNone)
+      ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " " + scheme + " push: peer " + std::to_string(bad[t]) +
+                                          " sent positions that are not strictly increasing within [0, " + std::to_string(m) +
+                                          ") (ranks disagree on N, the seed or the ranges)");
+  uint64_t K = 0;
+  for (size_t t = 0; t < ut; ++t) {
+    uint64_t from_at = 0;
+    for (size_t s = 0; s < un; ++s) from_at += bound[t * un + s];
+    if (from_at != K && produced[t]) {
+      std::memmove(spos + K, spos + from_at, produced[t] * sizeof(uint64_t));
+      std::memmove(svals + K * rb, svals + from_at * rb, produced[t] * rb);
+    }
+    K += produced[t];
+  }
   st.K = K;
   return K;
 }

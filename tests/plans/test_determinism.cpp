@@ -53,12 +53,13 @@ std::map<int64_t, std::vector<T>> reference(const std::vector<std::vector<int64_
 }
 
 template <typename T>
-void run_case(int n, uint32_t D, uint64_t rows, int threads, const std::vector<std::vector<int64_t>>& idx,
+void run_case(int n, uint32_t D, uint64_t rows, int threads, IndexEncoding push, const std::vector<std::vector<int64_t>>& idx,
               const std::vector<std::vector<T>>& val, std::vector<SparseTensor>& outs) {
   outs.assign(static_cast<size_t>(n), SparseTensor{});
   loopback::run(n, [&](Communicator& c) {
     SchemeOptions o;
     o.threads = threads;
+    o.push = push;
     o.seed = 77;
     auto s = make_scheme("balanced", c, TensorSpec{rows * D, D, dtype_of<T>::value}, o);
     SparseView v;
@@ -90,22 +91,28 @@ void check_dtype() {
   }
   const auto ref = reference<T>(idx, val, D);
   std::vector<SparseTensor> first;
-  for (int threads : {1, 2, 4}) {
-    std::vector<SparseTensor> outs;
-    run_case<T>(n, D, rows, threads, idx, val, outs);
-    for (int r = 0; r < n; ++r) {
-      const SparseTensor& o = outs[static_cast<size_t>(r)];
-      ASSERT_EQ(o.nnz(), ref.size()) << "threads " << threads << " rank " << r;
-      size_t k = 0;
-      for (auto& [row, want] : ref) {
-        ASSERT_EQ(o.indices[k], row);
-        ASSERT_EQ(std::memcmp(o.values.data() + k * D * sizeof(T), want.data(), D * sizeof(T)), 0)
-            << dtype_name(dtype_of<T>::value) << " threads " << threads << " rank " << r << " row " << row;
-        ++k;
+  // Pushed as COO the owner accumulates over its set; pushed sorted (Elias-Fano) it merges the
+  // sorted segments (plan::owner_merge, split among the tasks): same sums, same bits.
+  for (IndexEncoding push : {IndexEncoding::Coo, IndexEncoding::EliasFano}) {
+    for (int threads : {1, 2, 4}) {
+      std::vector<SparseTensor> outs;
+      run_case<T>(n, D, rows, threads, push, idx, val, outs);
+      for (int r = 0; r < n; ++r) {
+        const SparseTensor& o = outs[static_cast<size_t>(r)];
+        ASSERT_EQ(o.nnz(), ref.size()) << "threads " << threads << " rank " << r;
+        size_t k = 0;
+        for (auto& [row, want] : ref) {
+          ASSERT_EQ(o.indices[k], row);
+          ASSERT_EQ(std::memcmp(o.values.data() + k * D * sizeof(T), want.data(), D * sizeof(T)), 0)
+              << dtype_name(dtype_of<T>::value) << " threads " << threads << " rank " << r << " row " << row;
+          ++k;
+        }
+        if (!first.empty()) {
+          EXPECT_EQ(o.values, first[0].values) << "threads " << threads;
+        }
       }
-      if (!first.empty()) EXPECT_EQ(o.values, first[0].values) << "threads " << threads;
+      if (first.empty()) first = outs;
     }
-    if (first.empty()) first = outs;
   }
 }
 
