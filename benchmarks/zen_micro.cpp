@@ -1,15 +1,19 @@
 // Micro-benchmarks (Google Benchmark) of the CPU data-path steps: h0 (pi / pi^-1), hierarchical
-// hashing, owner aggregation inputs, and the COO / hash-bitmap encoders. Throughputs are items or
+// hashing, owner aggregation inputs, the owner stage (accumulate or merge, then write), and the
+// COO / hash-bitmap encoders. Throughputs are items or
 // bytes per second; run `build/bin/zen_micro --benchmark_min_time=0.05`.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
 #include "zen/encode/bitmap.hpp"
 #include "zen/encode/coo.hpp"
+#include "zen/encode/elias_fano.hpp"
 #include "zen/hash/hash.hpp"
 #include "zen/hash/hierarchical.hpp"
+#include "owner_stage.hpp"  // private owner stage of balanced / sparse_ps (src/schemes)
 
 namespace {
 
@@ -116,6 +120,46 @@ void BM_CooEncodeDecode(benchmark::State& st) {
   st.SetBytesProcessed(st.iterations() * static_cast<int64_t>(buf.size()) * 2);
 }
 BENCHMARK(BM_CooEncodeDecode);
+
+// Owner stage of balanced at D = 1 f32: n = range(0) sorted segments of 2^range(1) positions each
+// (overlap about 2) over an owner set of m = 2^21 positions, summed and written as an Elias-Fano
+// pull message; range(2) = 0: accumulator over the set + presence bitmap (owner_accumulate), 1:
+// merge of the sorted segments (owner_merge). One task.
+void BM_OwnerStage(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  const size_t k = size_t{1} << st.range(1);
+  const bool merge = st.range(2) != 0;
+  const uint64_t m = uint64_t{1} << 21;
+  std::mt19937_64 g(11);
+  std::vector<std::vector<uint32_t>> keys(static_cast<size_t>(n));
+  std::vector<std::vector<float>> rows(static_cast<size_t>(n));
+  std::vector<zen::plan::Segment> segs(static_cast<size_t>(n));
+  for (int s = 0; s < n; ++s) {
+    std::vector<uint8_t> used(m, 0);
+    auto& ks = keys[static_cast<size_t>(s)];
+    while (ks.size() < k) {
+      // half the keys from a shared half of the set, so that segments overlap
+      const uint64_t q = g() % 2 ? g() % (m / 2) : g() % m;
+      if (!used[q]) used[q] = 1, ks.push_back(static_cast<uint32_t>(q));
+    }
+    std::sort(ks.begin(), ks.end());
+    rows[static_cast<size_t>(s)].assign(k, 1.0f);
+    segs[static_cast<size_t>(s)] = zen::plan::Segment{reinterpret_cast<const uint8_t*>(ks.data()),
+                                                      reinterpret_cast<const uint8_t*>(rows[static_cast<size_t>(s)].data()), k};
+  }
+  zen::detail::ThreadPool pool(1);
+  zen::plan::OwnerState os;
+  std::vector<uint8_t> msg(zen::encode::ef_bytes(m, m) + m * sizeof(float));
+  for (auto _ : st) {
+    const uint64_t K = merge ? zen::plan::owner_merge<float>(os, segs.data(), n, 4, 1, m, pool, 0, "bench")
+                             : zen::plan::owner_accumulate<float>(os, segs.data(), n, 4, 1, m, pool, 0, "bench");
+    zen::plan::owner_write<float>(os, 4, 1, zen::plan::kEncEf, msg.data(), pool);
+    benchmark::DoNotOptimize(K);
+    benchmark::DoNotOptimize(msg.data());
+  }
+  st.SetItemsProcessed(st.iterations() * static_cast<int64_t>(k) * n);
+}
+BENCHMARK(BM_OwnerStage)->ArgsProduct({{2, 4, 6, 8}, {15, 17}, {0, 1}});
 
 }  // namespace
 
