@@ -300,6 +300,7 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
 
   out.keys = K;
   out.duplicates = dup;
+  out.sorted = false;
   out.parallel_placed = out.serial_placed = 0;
   for (int t = 0; t < tasks; ++t) {
     out.parallel_placed += s.task_par[static_cast<size_t>(t)];

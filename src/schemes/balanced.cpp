@@ -18,6 +18,7 @@
 #include "zen/encode/elias_fano.hpp"
 #include "zen/error.hpp"
 #include "zen/hash/hierarchical.hpp"
+#include "zen/hash/sort_partition.hpp"
 #include "zen/schemes/scheme.hpp"
 
 namespace zen {
@@ -46,6 +47,7 @@ constexpr uint64_t kInverseDensity = 16;
 
 struct Workspace {
   HierarchicalHash hash;
+  SortPartition sorter_part;
   HashPartition hp;
   std::vector<uint64_t> scount, rcount;  // keys per peer
   std::vector<size_t> sbytes, sdispl, rbytes, rdispl, pbytes, pdispl;
@@ -62,6 +64,7 @@ struct Workspace {
   OwnerMeta mine{};
   std::vector<uint64_t> owner_k, owner_base, val_off;
   std::vector<plan::KV> kv, kv_tmp;
+  std::vector<uint64_t> rec, rec_tmp;  // sparse output sorted as packed (row << obits | offset) records
   plan::RadixSort sorter;
   std::vector<uint32_t> fwd, inv;  // pi and pi^-1 over rows (when cached)
   size_t max_nnz = 0;
@@ -124,8 +127,18 @@ class Balanced final : public SparseAllreduce {
     maybe_build_tables(in.nnz);
 
     // 1. Hash partition: owner + position per entry, equal keys merged (smallest entry id kept).
+    //    When the pushes will go sorted (the push rule at the expected nnz / n keys per owner) and
+    //    one task would do the work anyway, a radix sort partitions instead: it yields the sorted
+    //    segments those pushes need (zen/hash/sort_partition.hpp).
     HashPartition& hp = w.hp;
-    {
+    const bool by_sort = n > 1 && opt_.push != IndexEncoding::Coo && SortPartition::fits(part_) &&
+                         tp.tasks_for(in.nnz, size_t{1} << 16) <= 1 &&
+                         plan::pick_push_encoding(opt_.push, part_.owner_size(0), in.nnz / un, isz, rb) != plan::kEncCoo;
+    if (by_sort) {
+      Phase ph(*this, "hash");
+      w.sorter_part.partition(in, part_, &tp, hp, w.fwd.empty() ? nullptr : w.fwd.data());
+      report_.serial_overflows = 0;
+    } else {
       Phase ph(*this, "hash");
       HierarchicalHashConfig cfg;
       cfg.hash_functions = opt_.hash_functions;
@@ -210,8 +223,9 @@ class Balanced final : public SparseAllreduce {
             if (!sorted_seg(p)) continue;
             const size_t b = hp.offsets[p], e = hp.offsets[p + 1];
             for (size_t k = b; k < e; ++k) srt[k] = (hp.pos[k] << 32) | (dups ? static_cast<uint64_t>(k) : hp.rep[k]);
-            plan::radix_sort_u64(srt + b, scratch + static_cast<size_t>(t) * widest, e - b, 32,
-                                 plan::bits_for(part_.owner_size(static_cast<uint32_t>(p))));
+            if (!hp.sorted)
+              plan::radix_sort_u64(srt + b, scratch + static_cast<size_t>(t) * widest, e - b, 32,
+                                   plan::bits_for(part_.owner_size(static_cast<uint32_t>(p))));
             plan::write_index_part(w.senc[p], sbuf + w.sdispl[p], part_.owner_size(static_cast<uint32_t>(p)), w.scount[p],
                                    isz, [&](uint64_t j) { return srt[b + j] >> 32; });
           }
@@ -369,7 +383,12 @@ class Balanced final : public SparseAllreduce {
     };
     // (global row, offset of its values in the pull buffer) for every result row: first the pi
     // values p + n * position (ascending), then their preimages (table lookups prefetched ahead).
-    plan::KV* kv = plan::grow(w.kv, total);
+    // A sparse output that one task sorts anyway sorts 8-byte records (row << obits | byte offset of
+    // its values in the pull buffer): half the traffic of (row, offset) pairs.
+    const int rbits = plan::bits_for(rows()), obits = plan::bits_for(std::max<uint64_t>(ptotal, 1));
+    const bool packed = sparse_out && rbits + obits <= 64 && tp.tasks_for(total, size_t{1} << 16) <= 1;
+    plan::KV* kv = packed ? nullptr : plan::grow(w.kv, total);
+    uint64_t* rec = packed ? plan::grow(w.rec, total) : nullptr;
     // The inverse table is read at a stride of n per owner: it streams when the result touches most
     // of its cache lines, and misses on every row when the result is sparser; then evaluating
     // pi^-1 (three multiply-add rounds) is the faster of the two.
@@ -377,9 +396,24 @@ class Balanced final : public SparseAllreduce {
     const uint32_t* inv = table ? w.inv.data() : nullptr;
     tp.run(tasks, [&](int t) {
       owners(t, [&](uint32_t p) {
-        plan::KV* o = kv + w.owner_base[p];
         const uint64_t base = w.val_off[p];
         const uint64_t Kp = w.meta[p].result_rows;
+        if (packed) {
+          uint64_t* o = rec + w.owner_base[p];
+          plan::for_positions(all + w.pdispl[p], static_cast<uint8_t>(w.meta[p].encoding), part_.owner_size(p), Kp, isz,
+                              [&](uint64_t q, uint64_t k) { o[k] = p + static_cast<uint64_t>(n) * q; }, me,
+                              static_cast<int>(p), "balanced");
+          if (table) {
+            for (uint64_t k = 0; k < Kp; ++k) {
+              if (k + 16 < Kp) __builtin_prefetch(inv + o[k + 16]);
+              o[k] = (static_cast<uint64_t>(inv[o[k]]) << obits) | (base + k * rb);
+            }
+          } else {
+            for (uint64_t k = 0; k < Kp; ++k) o[k] = (part_.unpermute(o[k]) << obits) | (base + k * rb);
+          }
+          return;
+        }
+        plan::KV* o = kv + w.owner_base[p];
         plan::for_positions(all + w.pdispl[p], static_cast<uint8_t>(w.meta[p].encoding), part_.owner_size(p), Kp, isz,
                             [&](uint64_t q, uint64_t k) { o[k] = plan::KV{p + static_cast<uint64_t>(n) * q, base + k * rb}; },
                             me, static_cast<int>(p), "balanced");
@@ -404,6 +438,26 @@ class Balanced final : public SparseAllreduce {
       return;
     }
     // Sparse output: sorted by row.
+    if (packed) {
+      plan::radix_sort_u64(rec, plan::grow(w.rec_tmp, total), total, obits, rbits);
+      sparse_out->resize(total);
+      int64_t* oi = sparse_out->indices.data();
+      uint8_t* ov = sparse_out->values.data();
+      const uint64_t omask = obits >= 64 ? ~uint64_t{0} : (uint64_t{1} << obits) - 1;
+      auto copy_out = [&](auto width) {
+        constexpr size_t W = decltype(width)::value;
+        const size_t RB = W ? W : rb;
+        for (size_t k = 0; k < total; ++k) {
+          if (k + 8 < total) __builtin_prefetch(all + (rec[k + 8] & omask));
+          oi[k] = static_cast<int64_t>(rec[k] >> obits);
+          std::memcpy(ov + k * RB, all + (rec[k] & omask), RB);
+        }
+      };
+      if (rb == 4) copy_out(std::integral_constant<size_t, 4>{});
+      else if (rb == 8) copy_out(std::integral_constant<size_t, 8>{});
+      else copy_out(std::integral_constant<size_t, 0>{});
+      return;
+    }
     w.sorter.sort(w.kv, w.kv_tmp, total, plan::bits_for(rows()), &tp);
     kv = w.kv.data();
     sparse_out->resize(total);

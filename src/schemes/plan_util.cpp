@@ -60,30 +60,6 @@ void RadixSort::sort(std::vector<KV>& a, std::vector<KV>& tmp, size_t n, int key
   if (passes % 2) std::memcpy(a.data(), tmp.data(), n * sizeof(KV));
 }
 
-void radix_sort_u64(uint64_t* a, uint64_t* tmp, size_t n, int lo, int bits) {
-  if (n < 2 || bits <= 0) return;
-  constexpr int digit = 11;
-  constexpr size_t buckets = size_t{1} << digit, mask = buckets - 1;
-  size_t hist[buckets];
-  uint64_t* src = a;
-  uint64_t* dst = tmp;
-  int passes = 0;
-  for (int shift = lo; shift < lo + bits; shift += digit) {
-    std::fill(hist, hist + buckets, size_t{0});
-    for (size_t i = 0; i < n; ++i) ++hist[(src[i] >> shift) & mask];
-    size_t sum = 0;
-    for (size_t d = 0; d < buckets; ++d) {
-      const size_t c = hist[d];
-      hist[d] = sum;
-      sum += c;
-    }
-    for (size_t i = 0; i < n; ++i) dst[hist[(src[i] >> shift) & mask]++] = src[i];
-    std::swap(src, dst);
-    ++passes;
-  }
-  if (passes % 2) std::memcpy(a, tmp, n * sizeof(uint64_t));
-}
-
 void parallel_zero(void* p, size_t bytes, detail::ThreadPool* pool) {
   if (bytes == 0) return;
   auto* b = static_cast<uint8_t*>(p);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "zen/detail/radix_sort.hpp"
 #include "zen/detail/thread_pool.hpp"
 #include "zen/schemes/scheme.hpp"
 #include "zen/tensor.hpp"
@@ -43,9 +44,8 @@ class RadixSort {
   std::vector<size_t> hist_;
 };
 
-/// Stable LSD radix sort of n packed records by their bits [lo, lo + bits) (11-bit digits, serial:
-/// callers sort independent segments in parallel); tmp holds n records; the result is in a.
-void radix_sort_u64(uint64_t* a, uint64_t* tmp, size_t n, int lo, int bits);
+/// Stable LSD radix sort of packed records (zen/detail/radix_sort.hpp).
+using detail::radix_sort_u64;
 
 /// Sorted unique rows of a SparseView, duplicates summed in input order (accumulation type, one
 /// rounding), or the view itself when it already is sorted and unique.

@@ -176,6 +176,7 @@ TEST(Failures, HashRegionOverflowIsLossless) {
     c.opt.serial_fraction = 0.0;
     c.opt.hash_functions = 1;
     c.opt.threads = 2;
+    c.opt.push = IndexEncoding::Coo;  // COO pushes: the hash table partitions (no sort partition)
     c.in.resize(1);
     c.in[0].resize(static_cast<size_t>(n));
     for (int r = 0; r < n; ++r) {

@@ -1,6 +1,7 @@
 // Hierarchical hashing (the balanced scheme's push partitioner): no entry is lost to a race, to index
 // 0, to duplicates or to a full serial region; segments match h0; and the balanced scheme stays exact
-// when the regions are forced to overflow.
+// when the regions are forced to overflow. The sort partition (its alternative for sorted pushes)
+// gives the same partition with each owner's keys in position order.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "cases.hpp"
 #include "zen/comm/loopback.hpp"
 #include "zen/hash/hierarchical.hpp"
+#include "zen/hash/sort_partition.hpp"
 
 using namespace zen;
 
@@ -41,7 +43,12 @@ void expect_exact_partition(const std::vector<int64_t>& idx, const Partitioner& 
   if (hp.duplicates) {
     for (size_t e = 0; e < idx.size(); ++e) ASSERT_EQ(idx[hp.rep[hp.key_of[e]]], idx[e]) << "entry " << e;
   }
-  EXPECT_EQ(hp.parallel_placed + hp.serial_placed + hp.spilled, idx.size());
+  if (hp.sorted) {
+    for (uint32_t p = 0; p < part.n_owners; ++p)
+      for (size_t k = hp.offsets[p] + 1; k < hp.offsets[p + 1]; ++k) ASSERT_LT(hp.pos[k - 1], hp.pos[k]) << "owner " << p;
+  } else {
+    EXPECT_EQ(hp.parallel_placed + hp.serial_placed + hp.spilled, idx.size());
+  }
 }
 
 SparseView view_of(const std::vector<int64_t>& idx, const std::vector<float>& val, uint64_t N) {
@@ -185,6 +192,54 @@ TEST(HierarchicalHash, DefaultSizingKeepsSerialShareNearPaper) {
   EXPECT_LT(detail::imbalance(load), 1.1);
 }
 
+TEST(SortPartition, ExactSortedWithDuplicatesIndexZeroAndLastEveryOwnerCountAndThreads) {
+  std::mt19937_64 g(5);
+  for (uint32_t n = 1; n <= 8; ++n)
+    for (uint64_t N : {uint64_t{1}, uint64_t{7}, uint64_t{1000003}}) {
+      std::vector<int64_t> idx;
+      for (int i = 0; i < 30000; ++i) idx.push_back(static_cast<int64_t>(g() % 3 ? g() % N : g() % (N < 50 ? N : 50)));
+      idx.push_back(0);
+      idx.push_back(static_cast<int64_t>(N - 1));
+      std::vector<float> val(idx.size(), 1.0f);
+      const Partitioner part = Partitioner::make(N, n, 9);
+      ASSERT_TRUE(SortPartition::fits(part));
+      for (int threads : {1, 3}) {
+        SCOPED_TRACE("n=" + std::to_string(n) + " N=" + std::to_string(N) + " threads=" + std::to_string(threads));
+        detail::ThreadPool pool(threads);
+        SortPartition sp;
+        HashPartition hp;
+        sp.partition(view_of(idx, val, N), part, &pool, hp);
+        EXPECT_TRUE(hp.sorted);
+        expect_exact_partition(idx, part, hp);
+        // Reused: a smaller call with distinct keys (no duplicates), then nothing.
+        const std::vector<int64_t> small{static_cast<int64_t>(N - 1), 0};
+        sp.partition(view_of(small, val, N), part, &pool, hp);
+        expect_exact_partition(N > 1 ? small : std::vector<int64_t>{0, 0}, part, hp);
+        sp.partition(view_of({}, val, N), part, &pool, hp);
+        EXPECT_EQ(hp.keys, 0u);
+      }
+    }
+}
+
+TEST(SortPartition, OutOfRangeIndexNamesTheEntryAndTooManyRowsAreRefused) {
+  const Partitioner part = Partitioner::make(1000, 3, 1);
+  const std::vector<int64_t> idx{5, 999, 1000, 7};
+  const std::vector<float> val(idx.size(), 1.0f);
+  SortPartition sp;
+  HashPartition hp;
+  detail::ThreadPool pool(2);
+  try {
+    sp.partition(view_of(idx, val, 1000), part, &pool, hp);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Result::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("index 1000 at entry 2 is outside [0, 1000)"), std::string::npos) << e.what();
+  }
+  const Partitioner huge = Partitioner::make(uint64_t{1} << 40, 4, 1);
+  EXPECT_FALSE(SortPartition::fits(huge));
+  EXPECT_THROW(sp.partition(view_of({}, val, uint64_t{1} << 40), huge, &pool, hp), Error);
+}
+
 TEST(BalancedOverflow, ForcedSerialOverflowStaysExactAndIsReported) {
   for (int n : {1, 3, 4}) {
     test::Case c = test::make_case(test::case_kinds().front(), n, 0);
@@ -196,6 +251,7 @@ TEST(BalancedOverflow, ForcedSerialOverflowStaysExactAndIsReported) {
       }
     c.opt.parallel_factor = 0.01;
     c.opt.serial_fraction = 0.01;
+    c.opt.push = IndexEncoding::Coo;  // COO pushes: the hash table partitions (no sort partition)
     const test::Reference ref = test::reference(c);
     std::vector<uint64_t> overflows(n);
     loopback::run(n, [&](Communicator& comm) {

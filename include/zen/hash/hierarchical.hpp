@@ -39,6 +39,7 @@ struct HashPartition {
   std::vector<uint32_t> key_of;  ///< per input entry: its key (index into rep/pos); set when `duplicates`
   size_t keys = 0;               ///< distinct keys (== offsets[n]); the vectors may be longer (reused storage)
   bool duplicates = false;       ///< some key occurs more than once in the input
+  bool sorted = false;           ///< each owner's keys ascend by position (SortPartition)
   uint64_t parallel_placed = 0;  ///< entries whose key sits in a parallel region
   uint64_t serial_placed = 0;    ///< entries placed in serial regions
   uint64_t spilled = 0;          ///< entries that found the serial region full (handled, not lost)

@@ -1,0 +1,14 @@
+#pragma once
+// Stable LSD radix sort of packed 64-bit records, serial (callers sort independent pieces in
+// parallel). Used by the sort partition (zen/hash/sort_partition.hpp) and the plans.
+#include <cstddef>
+#include <cstdint>
+
+namespace zen::detail {
+
+/// Sort a[0..n) by their bits [lo, lo + bits) (bits above lo + bits up to the next digit boundary
+/// take part too: callers keep them zero), stably: 11-bit digits, all histograms from one read,
+/// digits equal in every record skipped; at most 66 bits. tmp holds n records; the result is in a.
+void radix_sort_u64(uint64_t* a, uint64_t* tmp, size_t n, int lo, int bits);
+
+}  // namespace zen::detail
