@@ -235,33 +235,53 @@ class Balanced final : public SparseAllreduce {
         p = static_cast<uint32_t>(std::upper_bound(hp.offsets.begin(), hp.offsets.begin() + n + 1, k) - hp.offsets.begin() - 1);
         return k - hp.offsets[p];
       };
-      auto key_at = [&](uint32_t p, size_t j) { return sbuf + w.sdispl[p] + j * isz; };
-      auto row_at = [&](uint32_t p, size_t j) { return sbuf + w.sdispl[p] + w.sib[p] + j * rb; };
       uint64_t* rowoff = dups ? plan::grow(w.row_off, K) : nullptr;
       // Keys of the COO segments, and the rows when every key has one entry; with duplicates the
-      // row offsets of the keys.
-      tp.parallel_for(K, size_t{1} << 12, [&](size_t b, size_t e, int) {
+      // row offsets of the keys. A task's range is walked one owner segment at a time.
+      const uint64_t* pos = hp.pos.data();
+      const uint32_t* rep = hp.rep.data();
+      auto fill = [&](auto width, size_t b, size_t e) {
+        constexpr size_t W = decltype(width)::value;
+        const size_t RB = W ? W : rb;
         uint32_t p = 0;
         size_t j = seg_of(b, p);
-        for (size_t k = b; k < e; ++k, ++j) {
+        for (size_t k = b; k < e;) {
           while (j >= w.scount[p]) {
             ++p;
             j = 0;
           }
+          const size_t stop = std::min<size_t>(e, hp.offsets[p + 1]);
           const bool coo = !sorted_seg(static_cast<int>(p));
-          if (coo) plan::store_key(key_at(p, j), 0, isz, hp.pos[k]);
-          const uint64_t low = coo ? (dups ? k : hp.rep[k]) : static_cast<uint32_t>(srt[k]);
+          uint8_t* keys = sbuf + w.sdispl[p] + j * isz;
+          uint8_t* rows = sbuf + w.sdispl[p] + w.sib[p] + j * RB;
+          const size_t cnt = stop - k;
+          if (coo)
+            for (size_t i = 0; i < cnt; ++i) plan::store_key(keys, i, isz, pos[k + i]);
           if (dups) {
-            rowoff[low] = static_cast<uint64_t>(row_at(p, j) - sbuf);
-          } else {
-            const size_t ka = k + plan::kPrefetchAhead;
-            if (ka < e && ka < hp.offsets[p + 1]) {
-              const uint64_t ra = coo ? hp.rep[ka] : static_cast<uint32_t>(srt[ka]);
-              plan::prefetch_row(vals + static_cast<size_t>(ra) * rb, rb);
+            for (size_t i = 0; i < cnt; ++i) {
+              const uint64_t low = coo ? k + i : static_cast<uint32_t>(srt[k + i]);
+              rowoff[low] = static_cast<uint64_t>(rows + i * RB - sbuf);
             }
-            std::memcpy(row_at(p, j), vals + static_cast<size_t>(low) * rb, rb);
+          } else if (coo) {
+            for (size_t i = 0; i < cnt; ++i) {
+              if (i + plan::kPrefetchAhead < cnt) plan::prefetch_row(vals + static_cast<size_t>(rep[k + i + plan::kPrefetchAhead]) * RB, RB);
+              std::memcpy(rows + i * RB, vals + static_cast<size_t>(rep[k + i]) * RB, RB);
+            }
+          } else {
+            for (size_t i = 0; i < cnt; ++i) {
+              if (i + plan::kPrefetchAhead < cnt)
+                plan::prefetch_row(vals + static_cast<size_t>(static_cast<uint32_t>(srt[k + i + plan::kPrefetchAhead])) * RB, RB);
+              std::memcpy(rows + i * RB, vals + static_cast<size_t>(static_cast<uint32_t>(srt[k + i])) * RB, RB);
+            }
           }
+          j += cnt;
+          k = stop;
         }
+      };
+      tp.parallel_for(K, size_t{1} << 12, [&](size_t b, size_t e, int) {
+        if (rb == 4) fill(std::integral_constant<size_t, 4>{}, b, e);
+        else if (rb == 8) fill(std::integral_constant<size_t, 8>{}, b, e);
+        else fill(std::integral_constant<size_t, 0>{}, b, e);
       });
       if (dups) {
         // One pass over the entries in ascending order: a key's first entry (its representative)
