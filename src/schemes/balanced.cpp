@@ -401,19 +401,50 @@ class Balanced final : public SparseAllreduce {
       const size_t b = detail::ThreadPool::chunk_begin(un, tasks, t), e = detail::ThreadPool::chunk_begin(un, tasks, t + 1);
       for (size_t p = b; p < e; ++p) g(static_cast<uint32_t>(p));
     };
-    // (global row, offset of its values in the pull buffer) for every result row: first the pi
-    // values p + n * position (ascending), then their preimages (table lookups prefetched ahead).
-    // A sparse output that one task sorts anyway sorts 8-byte records (row << obits | byte offset of
-    // its values in the pull buffer): half the traffic of (row, offset) pairs.
-    const int rbits = plan::bits_for(rows()), obits = plan::bits_for(std::max<uint64_t>(ptotal, 1));
-    const bool packed = sparse_out && rbits + obits <= 64 && tp.tasks_for(total, size_t{1} << 16) <= 1;
-    plan::KV* kv = packed ? nullptr : plan::grow(w.kv, total);
-    uint64_t* rec = packed ? plan::grow(w.rec, total) : nullptr;
     // The inverse table is read at a stride of n per owner: it streams when the result touches most
     // of its cache lines, and misses on every row when the result is sparser; then evaluating
     // pi^-1 (three multiply-add rounds) is the faster of the two.
     const bool table = !w.inv.empty() && total * kInverseDensity >= rows();
     const uint32_t* inv = table ? w.inv.data() : nullptr;
+    if (!sparse_out) {
+      // Dense output: zero the buffer, then each owner's rows go straight to their global rows
+      // (owners are disjoint), in batches whose destinations are prefetched together: the zeroing
+      // left them out of cache.
+      auto* d = static_cast<uint8_t*>(dense_out);
+      if (spec_.dense_len) plan::parallel_zero(d, spec_.dense_len * vs, &tp);
+      tp.run(tasks, [&](int t) {
+        owners(t, [&](uint32_t p) {
+          constexpr int kBatch = 32;
+          uint64_t dst[kBatch], src[kBatch];
+          int c = 0;
+          auto flush = [&] {
+            for (int i = 0; i < c; ++i) __builtin_prefetch(d + dst[i] * rb, 1);
+            for (int i = 0; i < c; ++i) std::memcpy(d + dst[i] * rb, all + src[i], rb);
+            c = 0;
+          };
+          const uint64_t base = w.val_off[p];
+          plan::for_positions(all + w.pdispl[p], static_cast<uint8_t>(w.meta[p].encoding), part_.owner_size(p),
+                              w.meta[p].result_rows, isz,
+                              [&](uint64_t q, uint64_t k) {
+                                const uint64_t v = p + static_cast<uint64_t>(n) * q;
+                                dst[c] = table ? inv[v] : part_.unpermute(v);
+                                src[c] = base + k * rb;
+                                if (++c == kBatch) flush();
+                              },
+                              me, static_cast<int>(p), "balanced");
+          flush();
+        });
+      });
+      return;
+    }
+    // (global row, offset of its values in the pull buffer) for every result row: first the pi
+    // values p + n * position (ascending), then their preimages (table lookups prefetched ahead).
+    // A sparse output that one task sorts anyway sorts 8-byte records (row << obits | byte offset of
+    // its values in the pull buffer): half the traffic of (row, offset) pairs.
+    const int rbits = plan::bits_for(rows()), obits = plan::bits_for(std::max<uint64_t>(ptotal, 1));
+    const bool packed = rbits + obits <= 64 && tp.tasks_for(total, size_t{1} << 16) <= 1;
+    plan::KV* kv = packed ? nullptr : plan::grow(w.kv, total);
+    uint64_t* rec = packed ? plan::grow(w.rec, total) : nullptr;
     tp.run(tasks, [&](int t) {
       owners(t, [&](uint32_t p) {
         const uint64_t base = w.val_off[p];
@@ -447,16 +478,6 @@ class Balanced final : public SparseAllreduce {
         }
       });
     });
-    if (!sparse_out) {
-      // Dense output: zero the buffer, then scatter the rows (owners are disjoint), prefetching the
-      // destinations ahead: the zeroing left them out of cache.
-      auto* d = static_cast<uint8_t*>(dense_out);
-      if (spec_.dense_len) plan::parallel_zero(d, spec_.dense_len * vs, &tp);
-      tp.parallel_for(total, size_t{1} << 13, [&](size_t b, size_t e, int) {
-        plan::scatter_rows(d, all, kv, b, e, rb);
-      });
-      return;
-    }
     // Sparse output: sorted by row.
     if (packed) {
       plan::radix_sort_u64(rec, plan::grow(w.rec_tmp, total), total, obits, rbits);
