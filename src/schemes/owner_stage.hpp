@@ -529,13 +529,14 @@ uint64_t owner_merge(OwnerState& st, const Segment* segs, int n, size_t isz, siz
       std::swap(ck, nk);
       std::swap(cv, nv);
     }
+    if (cn == 0) return;  // (nothing received: the buffers may be null)
+    produced[t] = cn;
     std::memcpy(spos + o0, ck, cn * sizeof(uint64_t));
     if constexpr (std::is_same_v<A, T>) {
       std::memcpy(svals + o0 * rb, cv, cn * rb);
     } else {
       for (size_t k = 0; k < cn; ++k) row_store<T>(svals + (o0 + k) * rb, cv + k * D, D);
     }
-    produced[t] = cn;
   });
   for (size_t t = 0; t < ut; ++t)
     if (bad[t] != kNone)
