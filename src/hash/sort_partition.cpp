@@ -9,16 +9,8 @@
 
 namespace zen {
 
-namespace {
-int bits_below(uint64_t n) {  // bits of the values 0..n-1 (at least 1)
-  int b = 1;
-  while (b < 64 && ((n > 0 ? n - 1 : 0) >> b)) ++b;
-  return b;
-}
-}  // namespace
-
 bool SortPartition::fits(const Partitioner& part) {
-  return bits_below(part.n_owners) + bits_below(part.owner_size(0)) <= 32;
+  return detail::bits_for(part.n_owners) + detail::bits_for(std::max<uint64_t>(part.owner_size(0), 1)) <= 32;
 }
 
 void SortPartition::partition(const SparseView& in, const Partitioner& part, detail::ThreadPool* pool,
@@ -29,7 +21,7 @@ void SortPartition::partition(const SparseView& in, const Partitioner& part, det
   ZEN_ENFORCE(nnz < 0x7FFFFFFFull, "sort partition: " + std::to_string(nnz) + " entries exceed 2^31-1 per call");
   ZEN_ENFORCE(fits(part), "sort partition: " + std::to_string(R) + " rows over " + std::to_string(n) +
                               " owners do not fit 32 key bits");
-  const int qb = bits_below(part.owner_size(0)), ob = bits_below(n);
+  const int qb = detail::bits_for(std::max<uint64_t>(part.owner_size(0), 1)), ob = detail::bits_for(n);
   if (rec_.size() < nnz) rec_.resize(nnz);
   if (tmp_.size() < nnz) tmp_.resize(nnz);
   uint64_t* rec = rec_.data();

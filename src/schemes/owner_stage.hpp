@@ -1,7 +1,8 @@
 #pragma once
 // The owner side of the two-phase schemes (balanced, sparse_ps), private: sum the pushed
-// (position, row) segments into a compact accumulator over the owner's set, then write the owner's
-// pull message (COO positions or a presence bitmap, then the value rows in position order).
+// (position, row) segments into a compact accumulator over the owner's set, or merge them when they
+// arrive sorted (owner_merge), then write the owner's pull message (COO positions, a presence bitmap
+// or Elias-Fano, then the value rows in position order).
 //
 // Deterministic: positions are split among the pool's tasks in word-aligned ranges, and each task
 // walks the sources in rank order, so a position's contributions are always added in rank order

@@ -24,11 +24,7 @@ inline bool get_bit(const uint64_t* bm, uint64_t i) { return (bm[i >> 6] >> (i &
 inline void set_bit(uint64_t* bm, uint64_t i) { bm[i >> 6] |= uint64_t{1} << (i & 63); }
 
 /// Bits needed to represent every value below `n` (at least 1).
-inline int bits_for(uint64_t n) {
-  int b = 1;
-  while (b < 64 && (n - 1) >> b) ++b;
-  return b;
-}
+using detail::bits_for;
 
 struct KV {
   uint64_t key;

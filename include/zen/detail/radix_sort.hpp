@@ -6,6 +6,13 @@
 
 namespace zen::detail {
 
+/// Bits of the values 0..n-1 (at least 1; n >= 1): the key width of records over n items.
+inline int bits_for(uint64_t n) {
+  int b = 1;
+  while (b < 64 && (n - 1) >> b) ++b;
+  return b;
+}
+
 /// Sort a[0..n) by their bits [lo, lo + bits) (bits above lo + bits up to the next digit boundary
 /// take part too: callers keep them zero), stably: 11-bit digits, all histograms from one read,
 /// digits equal in every record skipped; at most 66 bits. tmp holds n records; the result is in a.
