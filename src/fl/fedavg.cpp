@@ -87,10 +87,12 @@ std::vector<float> PartialAggregate::finalize() const {
   return out;
 }
 
-// Byte image: "ZFPA" | u32 version=1 | u64 dim | u64 nmembers | f64 weight | i32 members[] |
-// f64 weighted_sum[] (host byte order; both ends of a link run the same build).
+// Byte image: "ZFPA" | u32 version=2 | u64 dim | u64 nmembers | f64 weight | i32 members[] |
+// f32 mean[] (host byte order; both ends of a link run the same build). The mean goes as float32,
+// like the models themselves: a satellite sends what a model costs plus its weight and member list.
 namespace {
 constexpr uint32_t kMagic = 0x4150465Au;  // "ZFPA" little-endian
+constexpr uint32_t kVersion = 2;
 constexpr size_t kHeader = 4 + 4 + 8 + 8 + 8;
 
 template <typename T>
@@ -106,17 +108,24 @@ T get(const uint8_t* p) {
 }
 }  // namespace
 
+size_t PartialAggregate::wire_bytes(size_t dim, size_t num_members) noexcept {
+  return kHeader + num_members * sizeof(int32_t) + dim * sizeof(float);
+}
+
 std::vector<uint8_t> PartialAggregate::to_bytes() const {
   std::vector<uint8_t> out;
-  out.reserve(kHeader + members.size() * 4 + weighted_sum.size() * 8);
+  out.reserve(wire_bytes(dim(), members.size()));
   put(out, kMagic);
-  put(out, uint32_t(1));
+  put(out, kVersion);
   put(out, uint64_t(weighted_sum.size()));
   put(out, uint64_t(members.size()));
   put(out, weight);
   for (int m : members) put(out, int32_t(m));
-  const auto* p = reinterpret_cast<const uint8_t*>(weighted_sum.data());
-  out.insert(out.end(), p, p + weighted_sum.size() * sizeof(double));
+  if (!empty()) {
+    const std::vector<float> mean = finalize();
+    const auto* p = reinterpret_cast<const uint8_t*>(mean.data());
+    out.insert(out.end(), p, p + mean.size() * sizeof(float));
+  }
   return out;
 }
 
@@ -126,10 +135,10 @@ PartialAggregate PartialAggregate::from_bytes(const uint8_t* data, size_t n) {
   const uint32_t magic = get<uint32_t>(data);
   ZEN_ENFORCE(magic == kMagic, "PartialAggregate::from_bytes: bad magic " + std::to_string(magic));
   const uint32_t version = get<uint32_t>(data + 4);
-  ZEN_ENFORCE(version == 1, "PartialAggregate::from_bytes: unsupported version " + std::to_string(version));
+  ZEN_ENFORCE(version == kVersion, "PartialAggregate::from_bytes: unsupported version " + std::to_string(version));
   const uint64_t dim = get<uint64_t>(data + 8);
   const uint64_t nm = get<uint64_t>(data + 16);
-  ZEN_ENFORCE(dim <= n && nm <= n && n == kHeader + nm * 4 + dim * 8,
+  ZEN_ENFORCE(dim <= n && nm <= n && n == wire_bytes(dim, nm),
               "PartialAggregate::from_bytes: " + std::to_string(n) + " bytes do not match dim " +
                   std::to_string(dim) + " and " + std::to_string(nm) + " members");
   PartialAggregate a;
@@ -138,8 +147,10 @@ PartialAggregate PartialAggregate::from_bytes(const uint8_t* data, size_t n) {
   const uint8_t* p = data + kHeader;
   for (uint64_t i = 0; i < nm; ++i) a.members[i] = get<int32_t>(p + 4 * i);
   p += 4 * nm;
+  ZEN_ENFORCE(nm == 0 || (std::isfinite(a.weight) && a.weight > 0),
+              "PartialAggregate::from_bytes: " + std::to_string(nm) + " members with weight " + std::to_string(a.weight));
   a.weighted_sum.resize(dim);
-  if (dim > 0) std::memcpy(a.weighted_sum.data(), p, dim * sizeof(double));
+  for (uint64_t i = 0; i < dim; ++i) a.weighted_sum[i] = a.weight * static_cast<double>(get<float>(p + 4 * i));
   ZEN_ENFORCE(std::is_sorted(a.members.begin(), a.members.end()) &&
                   std::adjacent_find(a.members.begin(), a.members.end()) == a.members.end(),
               "PartialAggregate::from_bytes: member list is not strictly increasing");

@@ -184,14 +184,29 @@ bool ContactPlan::visible(int sat, double t) const {
 
 std::optional<Contact> ContactPlan::first_window(int sat, double t, double delta) const {
   ZEN_ENFORCE(delta >= 0.0, "transfer duration must be >= 0, got " + std::to_string(delta));
+  return first_window(
+      sat, t,
+      [delta](const Window& w, double s) -> std::optional<double> {
+        const double c = s + delta;
+        if (c > w.end_s) return std::nullopt;
+        return c;
+      },
+      delta);
+}
+
+std::optional<Contact> ContactPlan::first_window(int sat, double t, const CompletionFn& completion,
+                                                 double min_delta) const {
+  ZEN_ENFORCE(min_delta >= 0.0, "transfer duration bound must be >= 0, got " + std::to_string(min_delta));
   const auto& ws = windows(sat);
   const auto& pm = prefix_max_end_[static_cast<std::size_t>(sat)];
   std::optional<Contact> best;
   auto consider = [&](std::size_t i) {
     const Window& w = ws[i];
     const double s = std::max(t, w.start_s);
-    const double c = s + delta;
-    if (c > w.end_s) return;
+    if (s + min_delta > w.end_s) return;
+    const std::optional<double> done = completion(w, s);
+    if (!done || *done > w.end_s) return;
+    const double c = *done;
     const double rem = w.end_s - c;
     if (!best || c < best->completion_s || (c == best->completion_s && rem > best->remaining_s())) {
       Contact x;
@@ -206,17 +221,17 @@ std::optional<Contact> ContactPlan::first_window(int sat, double t, double delta
       best = x;
     }
   };
-  // Windows that start at or before t: usable only if they end at or after t + delta.
+  // Windows that start at or before t: usable only if they end at or after t + min_delta.
   const std::size_t idx = static_cast<std::size_t>(
       std::upper_bound(ws.begin(), ws.end(), t, [](double v, const Window& w) { return v < w.start_s; }) - ws.begin());
   for (std::size_t i = idx; i-- > 0;) {
-    if (pm[i] < t + delta) break;
+    if (pm[i] < t + min_delta) break;
     consider(i);
   }
-  if (best) return best;
-  // Later windows: completion = start + delta grows with start; stop once starts exceed the best.
+  // Later windows: completion >= start + min_delta grows with the start; stop once starts pass the
+  // best completion.
   for (std::size_t i = idx; i < ws.size(); ++i) {
-    if (best && ws[i].start_s + delta > best->completion_s) break;
+    if (best && ws[i].start_s + min_delta > best->completion_s) break;
     consider(i);
   }
   return best;

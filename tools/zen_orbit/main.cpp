@@ -20,6 +20,7 @@
 #include "zen/comm/mpi.hpp"
 #endif
 #include "zen/fl/sim/experiment.hpp"
+#include "zen/fl/sim/wire.hpp"
 #include "zen/fl/sim/loopback_runner.hpp"
 #include "zen/orbit/contact.hpp"
 #include "zen/orbit/link.hpp"
@@ -431,9 +432,11 @@ int cmd_compare(FlArgs& a) {
   std::printf("scenario %s: %d satellites in %d planes, server(s):", ex.scenario().name.c_str(),
               ex.scenario().num_satellites(), ex.scenario().planes);
   for (const auto& s : ex.scenario().servers) std::printf(" %s", s.name.c_str());
-  std::printf("; model %s (%zu parameters, %.0f bit), train time %s s, target accuracy %.3f\n", a.cfg.model.c_str(),
-              ex.federation().global().num_params(), ex.timing().model_bits, a.cfg.train_time.c_str(),
-              a.cfg.target_acc);
+  const std::size_t params = ex.federation().global().num_params();
+  std::printf("; model %s (%zu parameters; a model message is %zu B, a one-client aggregate %zu B), train time %s s, "
+              "target accuracy %.3f\n",
+              a.cfg.model.c_str(), params, zs::model_message_bytes(params), zs::aggregate_message_bytes(params, 1),
+              a.cfg.train_time.c_str(), a.cfg.target_acc);
   for (const std::string& preset : split_list(a.presets)) {
     const std::size_t first = runs.size();
     for (const std::string& scheme : schemes) {

@@ -46,9 +46,13 @@ struct PartialAggregate {
   bool contains(int client_id) const noexcept;
   void clear() noexcept;
 
-  /// Byte image for sending through a communicator: header (magic, dim, member count), weight,
-  /// members (int32), weighted_sum (float64). from_bytes(to_bytes()) reproduces the aggregate.
+  /// Byte image for sending through a communicator: header (magic, dim, member count), weight
+  /// (float64), members (int32), the weighted mean (float32, like a model). from_bytes(to_bytes())
+  /// gives back the members and the weight exactly and weighted_sum = weight * float(mean).
   std::vector<uint8_t> to_bytes() const;
+  /// Size of to_bytes() for an aggregate of `dim` parameters and `num_members` clients (what a
+  /// link carries; the timing charges exactly this).
+  static size_t wire_bytes(size_t dim, size_t num_members) noexcept;
   static PartialAggregate from_bytes(const uint8_t* data, size_t n);
   static PartialAggregate from_bytes(const std::vector<uint8_t>& b) {
     return from_bytes(b.data(), b.size());

@@ -2,6 +2,7 @@
 /// Contact windows between constellation satellites and the parameter server, and the earliest
 /// feasible contact (EFC) primitive.
 #include <cstddef>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <vector>
@@ -75,6 +76,12 @@ class ContactPlan {
   /// the earliest completion max(t, s) + delta <= e; ties (same completion) go to the longer
   /// remaining window. nullopt if none within the horizon.
   std::optional<Contact> first_window(int sat, double t, double delta) const;
+  /// Same rule when the transfer time depends on the window and the start (e.g. the rate over the
+  /// distance the transfer actually sees): completion(w, start) is the arrival of a transfer
+  /// starting at `start` in w, or nullopt when it does not fit in w; every arrival is at least
+  /// start + min_delta (a lower bound, used only to stop the search early).
+  using CompletionFn = std::function<std::optional<double>(const Window& w, double start_s)>;
+  std::optional<Contact> first_window(int sat, double t, const CompletionFn& completion, double min_delta = 0.0) const;
   /// EFC over a set of satellites: the earliest completion of first_window over `sats`; ties go
   /// to the longest remaining window, then to the lowest satellite id.
   std::optional<Contact> earliest_contact(const std::vector<int>& sats, double t, double delta) const;

@@ -11,7 +11,7 @@ Schedule simulate_baseline(const TimingContext& ctx, int rounds) {
   s.scheme = "baseline";
   s.num_satellites = ctx.num_satellites();
   s.num_planes = ctx.num_planes();
-  s.model_bits = ctx.config().model_bits;
+  s.model_params = ctx.config().model_params;
   MissTracker miss(ctx.config().faults);
   const double agg = ctx.config().ps_agg_s;
   double T0 = 0.0;
@@ -25,7 +25,7 @@ Schedule simulate_baseline(const TimingContext& ctx, int rounds) {
         continue;
       }
       // 1. Download at the first feasible contact after T0.
-      const orbit::Contact dl = ctx.contact(k, T0);
+      const orbit::Contact dl = ctx.contact(k, T0, ctx.model_bytes());
       if (!ctx.node_alive(k, dl.completion_s)) {
         s.skipped.push_back(k);
         continue;
@@ -39,6 +39,7 @@ Schedule simulate_baseline(const TimingContext& ctx, int rounds) {
       d.round = r;
       d.orbit = plane;
       d.version = r - 1;
+      d.bytes = ctx.model_bytes();
       s.events.push_back(d);
       // 2. Train.
       const double fin = dl.completion_s + ctx.train_time(k);
@@ -51,11 +52,12 @@ Schedule simulate_baseline(const TimingContext& ctx, int rounds) {
       tr.start_s = dl.completion_s;
       tr.end_s = fin;
       tr.from = tr.to = k;
+      tr.bytes = 0;
       s.events.push_back(tr);
       // 3. Upload at the next feasible contact; a missed window retries at the next window.
       double t = fin;
       for (;;) {
-        const orbit::Contact up = ctx.contact(k, t);
+        const orbit::Contact up = ctx.contact(k, t, ctx.aggregate_bytes(1));
         if (!ctx.node_alive(k, up.completion_s)) {
           s.lost.push_back(k);
           break;
@@ -67,6 +69,7 @@ Schedule simulate_baseline(const TimingContext& ctx, int rounds) {
         u.from = k;
         u.to = kServer;
         u.members = {k};
+        u.bytes = ctx.aggregate_bytes(1);
         if (miss.misses(k, up.start_s)) {
           u.failed = true;
           s.events.push_back(u);

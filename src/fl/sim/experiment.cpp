@@ -91,7 +91,7 @@ Experiment::Experiment(ExperimentConfig cfg) : cfg_(std::move(cfg)), sc_(make_sc
   fed_ = std::make_unique<Federation>(train_, test_, fc);
   load_wall_s_ = seconds_since(t0);
 
-  timing_.model_bits = static_cast<double>(fed_->global().num_params()) * 32.0;
+  timing_.model_params = fed_->global().num_params();
   timing_.faults = cfg_.faults;
   timing_.staleness_exponent = cfg_.staleness_exponent;
   if (cfg_.train_time == "measured") {
@@ -197,11 +197,11 @@ std::string RunResult::summary() const {
 void write_csv(const std::string& path, const RunResult& r) {
   std::ofstream f(path);
   ZEN_CHECK_CODE(f.good(), Result::SystemError, "cannot write '" + path + "'");
-  f << "time_s,round,accuracy,loss,ps_transfers,ps_bits,isl_transfers\n";
+  f << "time_s,round,accuracy,loss,ps_transfers,ps_bits,isl_transfers,isl_bits\n";
   char line[256];
   for (const LearnRow& row : r.learn.rows) {
-    std::snprintf(line, sizeof(line), "%.6f,%d,%.6f,%.6f,%d,%.0f,%d\n", row.time_s, row.round, row.accuracy, row.loss,
-                  row.ps_transfers, row.ps_bits, row.isl_transfers);
+    std::snprintf(line, sizeof(line), "%.6f,%d,%.6f,%.6f,%d,%.0f,%d,%.0f\n", row.time_s, row.round, row.accuracy,
+                  row.loss, row.ps_transfers, row.ps_bits, row.isl_transfers, row.isl_bits);
     f << line;
   }
   ZEN_CHECK_CODE(f.good(), Result::SystemError, "write to '" + path + "' failed");

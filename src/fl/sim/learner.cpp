@@ -10,6 +10,7 @@
 
 #include "zen/error.hpp"
 #include "zen/fl/fedavg.hpp"
+#include "zen/fl/sim/wire.hpp"
 
 namespace zen::fl::sim {
 
@@ -21,15 +22,6 @@ int actor_rank(int actor, int num_ranks) noexcept {
 namespace {
 
 constexpr int kMaxTag = 16384;
-
-/// Wire header of every transfer; the payload follows as a second message with the same tag.
-struct Header {
-  int32_t event = 0;
-  int32_t kind = 0;
-  double start_s = 0.0;
-  double end_s = 0.0;
-  uint64_t bytes = 0;
-};
 
 struct Action {
   double t;
@@ -149,27 +141,33 @@ class RankRunner {
     return out.to_bytes();
   }
 
+  /// One message per transfer: TransferHeader + payload, exactly the bytes the schedule charged.
   void send(const Event& e) {
-    std::vector<uint8_t> body = payload_for_send(e);
-    const int dst = actor_rank(e.to, n_);
-    Header h;
+    const std::vector<uint8_t> body = payload_for_send(e);
+    TransferHeader h;
     h.event = e.id;
     h.kind = static_cast<int32_t>(e.kind);
     h.start_s = e.start_s;
     h.end_s = e.end_s;
-    h.bytes = body.size();
+    h.payload_bytes = body.size();
+    std::vector<uint8_t> msg(sizeof(h) + body.size());
+    std::memcpy(msg.data(), &h, sizeof(h));
+    if (!body.empty()) std::memcpy(msg.data() + sizeof(h), body.data(), body.size());
+    ZEN_CHECK_CODE(msg.size() == e.bytes, Result::InternalError,
+                   "learner: " + actor_name(e.from) + " sends " + std::to_string(msg.size()) + " bytes for event " +
+                       std::to_string(e.id) + " (" + event_kind_name(e.kind) + "), the schedule charged " +
+                       std::to_string(e.bytes));
+    const int dst = actor_rank(e.to, n_);
     if (dst == me_) {
-      local_[e.id] = std::move(body);
+      local_[e.id] = std::move(msg);
       return;
     }
-    const int tag = tags_[static_cast<std::size_t>(e.id)];
-    comm_.send(&h, sizeof(h), dst, tag);
-    comm_.send(body.data(), body.size(), dst, tag);
+    comm_.send(msg.data(), msg.size(), dst, tags_[static_cast<std::size_t>(e.id)]);
   }
 
   void receive(const Event& e) {
     const int src = actor_rank(e.from, n_);
-    std::vector<uint8_t> body;
+    std::vector<uint8_t> msg;
     TransferLog log;
     log.event = e.id;
     log.kind = e.kind;
@@ -179,24 +177,27 @@ class RankRunner {
       auto it = local_.find(e.id);
       ZEN_CHECK_CODE(it != local_.end(), Result::InternalError,
                      "learner: local transfer " + std::to_string(e.id) + " was never sent");
-      body = std::move(it->second);
+      msg = std::move(it->second);
       local_.erase(it);
-      log.start_s = e.start_s;
-      log.end_s = e.end_s;
     } else {
-      const int tag = tags_[static_cast<std::size_t>(e.id)];
-      Header h;
-      comm_.recv(&h, sizeof(h), src, tag);
-      ZEN_CHECK_CODE(h.event == e.id && h.kind == static_cast<int32_t>(e.kind), Result::InternalError,
-                     "learner: rank " + std::to_string(me_) + " expected event " + std::to_string(e.id) +
-                         " from rank " + std::to_string(src) + " but got event " + std::to_string(h.event));
-      body.resize(h.bytes);
-      comm_.recv(body.data(), body.size(), src, tag);
-      log.start_s = h.start_s;
-      log.end_s = h.end_s;
+      msg.resize(e.bytes);
+      comm_.recv(msg.data(), msg.size(), src, tags_[static_cast<std::size_t>(e.id)]);
       log.via_comm = true;
     }
-    log.bytes = body.size();
+    TransferHeader h;
+    ZEN_CHECK_CODE(msg.size() >= sizeof(h), Result::InternalError,
+                   "learner: event " + std::to_string(e.id) + " arrived with " + std::to_string(msg.size()) + " bytes");
+    std::memcpy(&h, msg.data(), sizeof(h));
+    ZEN_CHECK_CODE(h.event == e.id && h.kind == static_cast<int32_t>(e.kind) &&
+                       h.payload_bytes == msg.size() - sizeof(h),
+                   Result::InternalError,
+                   "learner: rank " + std::to_string(me_) + " expected event " + std::to_string(e.id) + " from rank " +
+                       std::to_string(src) + " but got event " + std::to_string(h.event) + " with " +
+                       std::to_string(h.payload_bytes) + " payload bytes");
+    log.start_s = h.start_s;
+    log.end_s = h.end_s;
+    log.bytes = msg.size();
+    const std::vector<uint8_t> body(msg.begin() + static_cast<std::ptrdiff_t>(sizeof(h)), msg.end());
     res_.transfers.push_back(log);
     if (e.kind == EventKind::Download || e.kind == EventKind::IslModel) {
       SatState& st = sat(e.to);
@@ -287,6 +288,7 @@ class RankRunner {
     if (u) {
       r.ps_transfers = u->ps_transfers;
       r.ps_bits = u->ps_bits;
+      r.isl_bits = u->isl_bits;
       r.isl_transfers = u->isl_transfers;
     }
     res_.rows.push_back(r);

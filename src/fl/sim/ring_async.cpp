@@ -17,7 +17,7 @@ Schedule simulate_ring_async(const TimingContext& ctx, int rounds) {
   s.scheme = "ring-async";
   s.num_satellites = ctx.num_satellites();
   s.num_planes = ctx.num_planes();
-  s.model_bits = ctx.config().model_bits;
+  s.model_params = ctx.config().model_params;
   MissTracker miss(ctx.config().faults);
   const int P = ctx.num_planes();
   const int total = rounds * P;

@@ -68,8 +68,10 @@ std::vector<Component> components(const TimingContext& ctx, const std::vector<in
   return out;
 }
 
-Event make_event(EventKind kind, double start, double end, int from, int to, int round, int orbit, int version) {
+Event make_event(EventKind kind, double start, double end, int from, int to, int round, int orbit, int version,
+                 uint64_t bytes = 0) {
   Event e;
+  e.bytes = bytes;
   e.kind = kind;
   e.start_s = start;
   e.end_s = end;
@@ -95,8 +97,7 @@ class Aggregator {
  public:
   Aggregator(const TimingContext& ctx, const Component& comp, const std::vector<double>& fin,
              const std::vector<char>& part, int round, int plane, int version)
-      : ctx_(ctx), comp_(comp), fin_(fin), part_(part), round_(round), plane_(plane), version_(version),
-        t_isl_(ctx.t_isl(plane)) {}
+      : ctx_(ctx), comp_(comp), fin_(fin), part_(part), round_(round), plane_(plane), version_(version) {}
 
   /// Routes everything to sink index qi. miss == nullptr: planning (no missed uploads).
   AggResult run(int qi, const View& view, MissTracker* miss) const {
@@ -137,13 +138,14 @@ class Aggregator {
         t_in = -kInf;
         const int nidx = comp_.step(idx, dir);
         const int next = comp_.sats[static_cast<std::size_t>(nidx)];
-        const double arr = a + t_isl_;
+        const uint64_t bytes = ctx_.aggregate_bytes(payload.size());
+        const double arr = a + ctx_.isl_time(sat, next, a, bytes);
         if (!view.alive(sat, a)) {  // died holding the payload
           r.lost.insert(r.lost.end(), payload.begin(), payload.end());
           continue;
         }
         if (view.hop(sat, next, arr)) {
-          Event e = make_event(EventKind::IslAggregate, a, arr, sat, next, round_, plane_, version_);
+          Event e = make_event(EventKind::IslAggregate, a, arr, sat, next, round_, plane_, version_, bytes);
           e.members = payload;
           r.events.push_back(std::move(e));
           if (nidx == qi) {
@@ -153,7 +155,7 @@ class Aggregator {
             t_in = arr;
           }
         } else {
-          Event e = make_event(EventKind::IslAggregate, a, arr, sat, next, round_, plane_, version_);
+          Event e = make_event(EventKind::IslAggregate, a, arr, sat, next, round_, plane_, version_, bytes);
           e.members = payload;
           e.failed = true;
           r.events.push_back(std::move(e));
@@ -195,8 +197,9 @@ class Aggregator {
       const int nidx = comp_.step(cur, dir);
       const int a = comp_.sats[static_cast<std::size_t>(cur)];
       const int b = comp_.sats[static_cast<std::size_t>(nidx)];
-      const double arr = t + t_isl_;
-      Event e = make_event(EventKind::IslAggregate, t, arr, a, b, round_, plane_, version_);
+      const uint64_t bytes = ctx_.aggregate_bytes(payload.size());
+      const double arr = t + ctx_.isl_time(a, b, t, bytes);
+      Event e = make_event(EventKind::IslAggregate, t, arr, a, b, round_, plane_, version_, bytes);
       e.members = payload;
       if (!view.hop(a, b, arr)) {
         e.failed = true;
@@ -224,9 +227,10 @@ class Aggregator {
   /// the holder's next window or a ring neighbour's first window, whichever completes first.
   void upload(int hi, std::vector<int> members, double t, const View& view, MissTracker* miss, AggResult& r,
               bool& first) const {
+    const uint64_t bytes = ctx_.aggregate_bytes(members.size());
     for (int attempt = 0; attempt < 4 * comp_.size() + 8; ++attempt) {
       const int holder = comp_.sats[static_cast<std::size_t>(hi)];
-      const auto c = ctx_.try_contact(holder, t);
+      const auto c = ctx_.try_contact(holder, t, bytes);
       if (!c) {
         if (miss) throw HorizonExceeded("timing: satellite " + std::to_string(holder) +
                                         " has no server window after t = " + std::to_string(t) + " s");
@@ -237,7 +241,8 @@ class Aggregator {
         r.lost.insert(r.lost.end(), members.begin(), members.end());
         return;
       }
-      Event e = make_event(EventKind::Upload, c->start_s, c->completion_s, holder, kServer, round_, plane_, version_);
+      Event e = make_event(EventKind::Upload, c->start_s, c->completion_s, holder, kServer, round_, plane_, version_,
+                           bytes);
       e.members = members;
       if (miss && miss->misses(holder, c->start_s)) {
         e.failed = true;
@@ -247,7 +252,7 @@ class Aggregator {
         double best = kInf;
         int best_idx = -1;
         double best_t = 0.0;
-        if (auto own = ctx_.try_contact(holder, c->window_end_s)) {
+        if (auto own = ctx_.try_contact(holder, c->window_end_s, bytes)) {
           best = own->completion_s;
           best_idx = hi;
           best_t = c->window_end_s;
@@ -256,10 +261,10 @@ class Aggregator {
           const int nidx = comp_.step(hi, dir);
           if (nidx < 0 || nidx == hi) continue;
           const int nb = comp_.sats[static_cast<std::size_t>(nidx)];
-          const double arr = tf + t_isl_;
+          const double arr = tf + ctx_.isl_time(holder, nb, tf, bytes);
           if (!view.hop(holder, nb, arr)) continue;
           const double tt = arr + ctx_.config().sink_choice_s;
-          if (auto cn = ctx_.try_contact(nb, tt); cn && cn->completion_s < best) {
+          if (auto cn = ctx_.try_contact(nb, tt, bytes); cn && cn->completion_s < best) {
             best = cn->completion_s;
             best_idx = nidx;
             best_t = tt;
@@ -269,7 +274,8 @@ class Aggregator {
                                                 std::to_string(holder) + " after t = " + std::to_string(tf) + " s");
         if (best_idx != hi) {
           const int nb = comp_.sats[static_cast<std::size_t>(best_idx)];
-          Event f = make_event(EventKind::IslAggregate, tf, tf + t_isl_, holder, nb, round_, plane_, version_);
+          Event f = make_event(EventKind::IslAggregate, tf, tf + ctx_.isl_time(holder, nb, tf, bytes), holder, nb,
+                               round_, plane_, version_, bytes);
           f.members = members;
           r.events.push_back(std::move(f));
         }
@@ -293,7 +299,6 @@ class Aggregator {
   const std::vector<double>& fin_;
   const std::vector<char>& part_;
   int round_, plane_, version_;
-  double t_isl_;
 };
 
 }  // namespace
@@ -310,7 +315,6 @@ OrbitRound ring_orbit_round(const TimingContext& ctx, int plane, double T0, int 
   OrbitRound out;
   out.report_s = T0;
   const std::vector<int>& ring = ctx.ring(plane);
-  const double t_isl = ctx.t_isl(plane);
   const View actual{&ctx, kInf};
   const View planned{&ctx, T0};
   for (int s : ring)
@@ -318,7 +322,8 @@ OrbitRound ring_orbit_round(const TimingContext& ctx, int plane, double T0, int 
   for (const Component& comp : components(ctx, ring, T0)) {
     const int n = comp.size();
     // 1. Source: EFC over the component.
-    const auto src = ctx.efc(comp.sats, T0);
+    const uint64_t model_bytes = ctx.model_bytes();
+    const auto src = ctx.efc(comp.sats, T0, model_bytes);
     if (!src)
       throw HorizonExceeded("timing: no satellite of plane " + std::to_string(plane) +
                             " reaches the server after t = " + std::to_string(T0) + " s within the horizon");
@@ -328,7 +333,8 @@ OrbitRound ring_orbit_round(const TimingContext& ctx, int plane, double T0, int 
       continue;
     }
     out.events.push_back(
-        make_event(EventKind::Download, src->start_s, src->completion_s, kServer, src->sat, round, plane, version));
+        make_event(EventKind::Download, src->start_s, src->completion_s, kServer, src->sat, round, plane, version,
+                   model_bytes));
     // 2. Two-way scatter (earliest arrival over the live ring).
     std::vector<double> recv(static_cast<std::size_t>(n), kInf);
     std::vector<int> parent(static_cast<std::size_t>(n), -1);
@@ -345,7 +351,9 @@ OrbitRound ring_orbit_round(const TimingContext& ctx, int plane, double T0, int 
       for (int dir : {+1, -1}) {
         const int v = comp.step(u, dir);
         if (v < 0 || v == u || done[static_cast<std::size_t>(v)]) continue;
-        const double arr = recv[static_cast<std::size_t>(u)] + t_isl;
+        const double ru = recv[static_cast<std::size_t>(u)];
+        const double arr =
+            ru + ctx.isl_time(comp.sats[static_cast<std::size_t>(u)], comp.sats[static_cast<std::size_t>(v)], ru, model_bytes);
         if (arr < recv[static_cast<std::size_t>(v)] &&
             actual.hop(comp.sats[static_cast<std::size_t>(u)], comp.sats[static_cast<std::size_t>(v)], arr)) {
           recv[static_cast<std::size_t>(v)] = arr;
@@ -366,7 +374,7 @@ OrbitRound ring_orbit_round(const TimingContext& ctx, int plane, double T0, int 
       if (parent[static_cast<std::size_t>(i)] >= 0)  // start = the parent's own arrival (exact, no r - t_isl)
         out.events.push_back(make_event(EventKind::IslModel, recv[static_cast<std::size_t>(parent[static_cast<std::size_t>(i)])], r,
                                         comp.sats[static_cast<std::size_t>(parent[static_cast<std::size_t>(i)])], sat,
-                                        round, plane, version));
+                                        round, plane, version, model_bytes));
       const double f = r + ctx.train_time(sat);
       if (!ctx.node_alive(sat, f)) {
         out.skipped.push_back(sat);
@@ -443,11 +451,13 @@ void finalize_schedule(Schedule& s) {
       if (e.touches_server()) ++u.ps_failed;
       continue;
     }
+    const double bits = 8.0 * static_cast<double>(e.bytes);
     if (e.touches_server()) {
       ++u.ps_transfers;
-      u.ps_bits += s.model_bits;
+      u.ps_bits += bits;
     } else {
       ++u.isl_transfers;
+      u.isl_bits += bits;
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "zen/fl/sim/timing.hpp"
+#include "zen/fl/sim/wire.hpp"
 #include "zen/orbit/visibility.hpp"
 
 namespace zen::fl::sim {
@@ -66,32 +67,28 @@ std::string fault_to_string(const Fault& f) {
 }
 
 TimingContext::TimingContext(const orbit::Scenario& sc, const orbit::ContactPlan& plan, TimingConfig cfg)
-    : sc_(sc), plan_(plan), cfg_(std::move(cfg)) {
+    : sc_(sc), plan_(plan), cfg_(std::move(cfg)), geo_(sc) {
   const int K = sc_.num_satellites();
   ZEN_ENFORCE(K > 0, "timing: scenario '" + sc_.name + "' has no satellites");
   ZEN_ENFORCE(plan_.num_satellites() == K, "timing: contact plan has " + std::to_string(plan_.num_satellites()) +
                                                " satellites, scenario " + std::to_string(K));
-  ZEN_ENFORCE(cfg_.model_bits > 0, "timing: model_bits must be positive, got " + std::to_string(cfg_.model_bits));
+  ZEN_ENFORCE(cfg_.model_params > 0, "timing: the model has no parameters");
   ZEN_ENFORCE(cfg_.train_s >= 0, "timing: train_s must be >= 0, got " + std::to_string(cfg_.train_s));
   ZEN_ENFORCE(cfg_.train_s_per_sat.empty() || static_cast<int>(cfg_.train_s_per_sat.size()) == K,
               "timing: train_s_per_sat has " + std::to_string(cfg_.train_s_per_sat.size()) + " entries for " +
                   std::to_string(K) + " satellites");
+  model_bytes_ = model_message_bytes(cfg_.model_params);
   rings_.resize(static_cast<std::size_t>(sc_.planes));
-  t_isl_.assign(static_cast<std::size_t>(sc_.planes), 0.0);
+  ring_uniform_.assign(static_cast<std::size_t>(sc_.planes), 0);
   for (int p = 0; p < sc_.planes; ++p) {
     rings_[static_cast<std::size_t>(p)] = sc_.plane_members(p);
     const orbit::RingInfo ri = orbit::ring_info(sc_, p);
-    ZEN_ENFORCE(ri.sats < 2 || ri.feasible, "timing: the ISL ring of plane " + std::to_string(p) +
-                                                " is blocked by the Earth (chord clearance " +
-                                                std::to_string(ri.chord_clearance_m / 1e3) + " km)");
-    t_isl_[static_cast<std::size_t>(p)] =
-        ri.sats > 1 ? orbit::transfer_time_s(cfg_.preset, cfg_.model_bits, ri.neighbour_distance_m) : 0.0;
-  }
-  t_ps_.resize(static_cast<std::size_t>(K));
-  for (int k = 0; k < K; ++k) {
-    const double d = plan_.max_distance(k);
-    // A satellite without any window never reaches the server; its t_ps is irrelevant.
-    t_ps_[static_cast<std::size_t>(k)] = d > 0 ? orbit::transfer_time_s(cfg_.preset, cfg_.model_bits, d) : kInf;
+    // A uniform ring keeps its chords for ever: check once. Any other ring is checked per transfer
+    // (link_alive), where a blocked hop is handled like a cut link.
+    ring_uniform_[static_cast<std::size_t>(p)] = ri.uniform ? 1 : 0;
+    ZEN_ENFORCE(!ri.uniform || ri.sats < 2 || ri.feasible,
+                "timing: the ISL ring of plane " + std::to_string(p) + " is blocked by the Earth (chord clearance " +
+                    std::to_string(ri.chord_clearance_m / 1e3) + " km)");
   }
   node_fail_.assign(static_cast<std::size_t>(K), kInf);
   for (const Fault& f : cfg_.faults) {
@@ -114,6 +111,15 @@ TimingContext::TimingContext(const orbit::Scenario& sc, const orbit::ContactPlan
   }
 }
 
+uint64_t TimingContext::aggregate_bytes(std::size_t members) const noexcept {
+  return aggregate_message_bytes(cfg_.model_params, members);
+}
+
+double TimingContext::isl_time(int a, int b, double t, uint64_t bytes) const {
+  const double d = (geo_.sat_position(a, t) - geo_.sat_position(b, t)).norm();
+  return orbit::transfer_time_s(cfg_.preset, 8.0 * static_cast<double>(bytes), d);
+}
+
 double TimingContext::train_time(int sat) const {
   return cfg_.train_s_per_sat.empty() ? cfg_.train_s : cfg_.train_s_per_sat.at(static_cast<std::size_t>(sat));
 }
@@ -128,6 +134,8 @@ bool TimingContext::node_alive_known(int sat, double t, double known_s) const {
 bool TimingContext::link_alive(int a, int b, double t) const { return link_alive_known(a, b, t, kInf); }
 
 bool TimingContext::link_alive_known(int a, int b, double t, double known_s) const {
+  const int plane = sc_.satellites.at(static_cast<std::size_t>(a)).plane;
+  if (!ring_uniform_.at(static_cast<std::size_t>(plane)) && !geo_.sat_sat_visible(a, b, t)) return false;
   for (const Fault& f : cfg_.faults) {
     if (f.kind != Fault::Kind::Link || f.time_s > known_s || t < f.time_s) continue;
     if ((f.sat == a && f.sat2 == b) || (f.sat == b && f.sat2 == a)) return false;
@@ -135,24 +143,25 @@ bool TimingContext::link_alive_known(int a, int b, double t, double known_s) con
   return true;
 }
 
-std::optional<orbit::Contact> TimingContext::try_contact(int sat, double t) const {
-  const double d = t_ps(sat);
-  if (!std::isfinite(d)) return std::nullopt;
-  return plan_.first_window(sat, t, d);
+std::optional<orbit::Contact> TimingContext::try_contact(int sat, double t, uint64_t bytes) const {
+  const double bits = 8.0 * static_cast<double>(bytes);
+  return plan_.first_window(sat, t, [&](const orbit::Window& w, double start) {
+    return orbit::window_integrated_transfer_end(cfg_.preset, geo_, w, start, bits);
+  });
 }
 
-orbit::Contact TimingContext::contact(int sat, double t) const {
-  auto c = try_contact(sat, t);
+orbit::Contact TimingContext::contact(int sat, double t, uint64_t bytes) const {
+  auto c = try_contact(sat, t, bytes);
   if (!c)
     throw HorizonExceeded("timing: satellite " + std::to_string(sat) + " has no server window after t = " +
                           std::to_string(t) + " s within the horizon " + std::to_string(plan_.horizon_s()) + " s");
   return *c;
 }
 
-std::optional<orbit::Contact> TimingContext::efc(const std::vector<int>& sats, double t) const {
+std::optional<orbit::Contact> TimingContext::efc(const std::vector<int>& sats, double t, uint64_t bytes) const {
   std::optional<orbit::Contact> best;
   for (int s : sats) {
-    const auto c = try_contact(s, t);
+    const auto c = try_contact(s, t, bytes);
     if (!c) continue;
     if (!best || c->completion_s < best->completion_s ||
         (c->completion_s == best->completion_s &&

@@ -6,12 +6,14 @@
 #include <memory>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "sim_test_util.hpp"
 #include "zen/fl/sim/experiment.hpp"
 #include "zen/fl/sim/loopback_runner.hpp"
+#include "zen/fl/sim/wire.hpp"
 
 namespace zen::fl::sim {
 namespace {
@@ -56,7 +58,7 @@ TEST(Learner, RankMultiplexingDoesNotChangeTheResult) {
   EXPECT_EQ(full.final_params, one.final_params);
   EXPECT_EQ(one.comm_messages, 0u);  // everything on one rank: in-memory hand-over
   EXPECT_GT(few.comm_messages, 0u);
-  EXPECT_EQ(few.comm_messages, 2u * 2 * 10);  // only the server links cross ranks: 2 rounds x 10, header+payload
+  EXPECT_EQ(few.comm_messages, 2u * 10);  // only the server links cross ranks: 2 rounds x 10 transfers
   EXPECT_LT(few.comm_messages, full.comm_messages);
 }
 
@@ -67,22 +69,24 @@ TEST(Learner, EveryTransferTravelsThroughTheCommunicatorWithItsSimulatedDuration
   std::size_t transfers = 0;
   for (const Event& e : s.events) transfers += e.is_transfer() && !e.failed;
   ASSERT_EQ(r.transfers.size(), transfers);
-  EXPECT_EQ(r.comm_messages, 2 * transfers);  // header + payload per transfer, 41 ranks
+  EXPECT_EQ(r.comm_messages, transfers);  // one message per transfer, 41 ranks
   const std::size_t model_bytes = tiny_federation().global().num_bytes();
+  uint64_t charged = 0;
   for (const TransferLog& t : r.transfers) {
     const Event& e = s.events[static_cast<std::size_t>(t.event)];
     EXPECT_TRUE(t.via_comm);
     EXPECT_DOUBLE_EQ(t.end_s - t.start_s, e.end_s - e.start_s);
+    EXPECT_EQ(t.bytes, e.bytes);  // what moved is what the timing charged
+    charged += e.bytes;
     if (e.kind == EventKind::IslModel) {
-      EXPECT_NEAR(t.end_s - t.start_s, ctx.t_isl(reference().satellites[e.to].plane), 1e-12);
-      EXPECT_EQ(t.bytes, model_bytes);
+      EXPECT_NEAR(t.end_s - t.start_s, ctx.isl_time(e.from, e.to, e.start_s, e.bytes), 1e-12);
+      EXPECT_EQ(t.bytes, sizeof(TransferHeader) + model_bytes);
     }
-    if (e.kind == EventKind::Download) {
-      EXPECT_NEAR(t.end_s - t.start_s, ctx.t_ps(e.to), 1e-12);
-      EXPECT_EQ(t.bytes, model_bytes);
-    }
-    if (e.kind == EventKind::Upload) EXPECT_GT(t.bytes, 2 * model_bytes);  // float64 sums + members
+    if (e.kind == EventKind::Download) EXPECT_EQ(t.bytes, sizeof(TransferHeader) + model_bytes);
+    // An aggregate costs a model plus its weight and member list, not float64 sums.
+    if (e.kind == EventKind::Upload) EXPECT_EQ(t.bytes, sizeof(TransferHeader) + model_bytes + 32 + 4 * e.members.size());
   }
+  EXPECT_EQ(r.comm_bytes_sent, charged);
 }
 
 TEST(Learner, AsyncStalenessWeightedMeanIsApplied) {
@@ -172,13 +176,50 @@ TEST(Experiment, TinyEndToEndWritesCsvAndPlot) {
   std::ifstream f(dir + "-x.csv");
   std::string header;
   std::getline(f, header);
-  EXPECT_EQ(header, "time_s,round,accuracy,loss,ps_transfers,ps_bits,isl_transfers");
+  EXPECT_EQ(header, "time_s,round,accuracy,loss,ps_transfers,ps_bits,isl_transfers,isl_bits");
   if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
     std::filesystem::create_directories(dir);
     write_csv(dir + "/baseline-ka.csv", b);
     write_csv(dir + "/ring-s.csv", r);
     write_plot(dir, {&b, &r}, "test");
     EXPECT_TRUE(std::filesystem::exists(dir + "/accuracy.png"));
+  }
+}
+
+// The payload columns of the CSV are the bytes the communicator moved: with one rank per actor every
+// transfer crosses ranks, so sum(ps_bits + isl_bits) over the rows = 8 x the traffic of all ranks.
+TEST(Experiment, CsvPayloadBitsEqualTheBytesTheCommunicatorMoved) {
+  ExperimentConfig cfg;
+  cfg.data_dir = ZEN_FL_TINY_DIR;
+  cfg.rounds = 2;
+  cfg.learn = loopback_runner(41);
+  Experiment ex(cfg);
+  for (const std::string scheme : {"baseline", "ring", "ring-async"}) {
+    const RunResult r = ex.run(scheme, "ka");
+    const std::string path = ::testing::TempDir() + "zen_flsim_bits_" + scheme + ".csv";
+    write_csv(path, r);
+    std::ifstream f(path);
+    std::string line;
+    std::getline(f, line);
+    double ps = 0, isl = 0;
+    int rows = 0;
+    while (std::getline(f, line)) {
+      std::vector<std::string> col;
+      std::stringstream ss(line);
+      for (std::string c; std::getline(ss, c, ',');) col.push_back(c);
+      ASSERT_EQ(col.size(), 8u) << line;
+      ps += std::stod(col[5]);
+      isl += std::stod(col[7]);
+      ++rows;
+    }
+    EXPECT_EQ(rows, static_cast<int>(r.schedule.updates.size()) + 1) << scheme;
+    EXPECT_GT(ps, 0) << scheme;
+    if (scheme != "baseline") EXPECT_GT(isl, 0) << scheme;
+    uint64_t after_last = 0;  // transfers still in flight at the last update (ring-async) are not in a row
+    for (const Event& e : r.schedule.events)
+      if (e.is_transfer() && !e.failed && e.end_s > r.schedule.end_time_s()) after_last += e.bytes;
+    EXPECT_EQ(ps + isl + 8.0 * static_cast<double>(after_last), 8.0 * static_cast<double>(r.learn.comm_bytes_sent))
+        << scheme;
   }
 }
 

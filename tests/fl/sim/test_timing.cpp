@@ -17,16 +17,52 @@ using test::events_of;
 using test::reference;
 using test::reference_plan;
 
-TEST(Timing, LinkTimesFollowTheLinkModel) {
+TEST(Timing, EveryTransferIsChargedTheBytesItPutsOnTheLink) {
   const TimingContext ctx(reference(), reference_plan(), TimingConfig{});
-  // ISL at the 6406.9 km chord: 251200 bit at ~231.5 Mb/s plus d/c ~ 22.5 ms.
-  EXPECT_NEAR(ctx.t_isl(0), 0.0225, 0.0005);
-  for (int k = 0; k < 40; ++k) {
-    EXPECT_NEAR(ctx.t_ps(k), orbit::transfer_time_s(orbit::LinkPreset::ka(), 251200.0, reference_plan().max_distance(k)),
-                1e-12);
-    EXPECT_GT(ctx.t_ps(k), 0.10);
-    EXPECT_LT(ctx.t_ps(k), 0.13);  // at most the 31020 km tangent distance (~125 ms)
+  // 7850 float32 parameters behind the 32-byte transfer header; an aggregate adds its own 32-byte
+  // header, 4 bytes per member and sends the mean as float32.
+  EXPECT_EQ(ctx.model_bytes(), 32u + 4u * 7850u);
+  EXPECT_EQ(ctx.aggregate_bytes(1), 32u + 32u + 4u + 4u * 7850u);
+  EXPECT_EQ(ctx.aggregate_bytes(8), 32u + 32u + 32u + 4u * 7850u);
+  for (const std::string scheme : {"baseline", "ring", "ring-async"}) {
+    const Schedule s = simulate(scheme, ctx, 2);
+    for (const Event& e : s.events) {
+      if (e.kind == EventKind::Download || e.kind == EventKind::IslModel) EXPECT_EQ(e.bytes, ctx.model_bytes());
+      else if (e.is_transfer()) EXPECT_EQ(e.bytes, ctx.aggregate_bytes(e.members.size())) << scheme << " " << e.id;
+      else EXPECT_EQ(e.bytes, 0u);
+    }
   }
+}
+
+TEST(Timing, LinkTimesUseTheDistanceOfEachTransfer) {
+  const TimingContext ctx(reference(), reference_plan(), TimingConfig{});
+  const auto ka = orbit::LinkPreset::ka();
+  // ISL at the 6406.9 km chord: ~251 kbit at ~231.5 Mb/s plus d/c ~ 22.5 ms, the same at any time on
+  // a uniform ring (the distance is taken at the transfer).
+  const std::vector<int>& ring = ctx.ring(0);
+  const double chord = orbit::ring_chord(reference().satellites[ring[0]].orbit.radius_m(), 8);
+  const double bits = 8.0 * static_cast<double>(ctx.model_bytes());
+  for (double t : {0.0, 1234.5, 40000.0}) {
+    EXPECT_NEAR(ctx.isl_time(ring[0], ring[1], t, ctx.model_bytes()), orbit::transfer_time_s(ka, bits, chord), 1e-9);
+    EXPECT_NEAR(ctx.isl_time(ring[7], ring[0], t, ctx.model_bytes()), orbit::transfer_time_s(ka, bits, chord), 1e-9);
+  }
+  EXPECT_NEAR(ctx.isl_time(ring[0], ring[1], 0.0, ctx.model_bytes()), 0.0225, 0.0005);
+  // Server links: the rate over the distance the transfer sees, not the worst case of the horizon.
+  int shorter = 0;
+  for (int k = 0; k < 40; ++k) {
+    for (double t : {0.0, 5000.0, 20000.0}) {
+      const auto c = ctx.try_contact(k, t, ctx.model_bytes());
+      ASSERT_TRUE(c);
+      const auto& w = reference_plan().windows(k)[c->window_index];
+      const double d0 = ctx.geometry().distance(k, w.peer, c->start_s);
+      EXPECT_NEAR(c->completion_s - c->start_s, orbit::transfer_time_s(ka, bits, d0), 1e-4) << k << " " << t;
+      EXPECT_LE(c->completion_s - c->start_s, orbit::transfer_time_s(ka, bits, w.max_dist_m) + 1e-9);
+      EXPECT_LT(c->completion_s - c->start_s, 0.13);  // at most the 31020 km tangent distance (~125 ms)
+      shorter += c->completion_s - c->start_s <
+                 orbit::transfer_time_s(ka, bits, reference_plan().max_distance(k)) - 1e-3;
+    }
+  }
+  EXPECT_GT(shorter, 0);
 }
 
 TEST(Baseline, EightyServerTransfersPerRoundAndTheEfcRule) {
@@ -42,9 +78,9 @@ TEST(Baseline, EightyServerTransfersPerRoundAndTheEfcRule) {
     // after training; the round ends at the last upload plus the server's aggregation time.
     double last = 0.0;
     for (int k = 0; k < 40; ++k) {
-      const auto dl = reference_plan().first_window(k, T0, ctx.t_ps(k));
+      const auto dl = ctx.try_contact(k, T0, ctx.model_bytes());
       ASSERT_TRUE(dl);
-      const auto up = reference_plan().first_window(k, dl->completion_s + 60.0, ctx.t_ps(k));
+      const auto up = ctx.try_contact(k, dl->completion_s + 60.0, ctx.aggregate_bytes(1));
       ASSERT_TRUE(up);
       last = std::max(last, up->completion_s);
       bool found_dl = false, found_up = false;
@@ -67,26 +103,29 @@ TEST(Baseline, EightyServerTransfersPerRoundAndTheEfcRule) {
 double reference_ring_orbit(const TimingContext& ctx, int plane, double T0, int* sink_out) {
   const std::vector<int>& ring = ctx.ring(plane);
   const int S = static_cast<int>(ring.size());
-  const auto src = ctx.efc(ring, T0);
+  const auto src = ctx.efc(ring, T0, ctx.model_bytes());
   EXPECT_TRUE(src);
   const int si = static_cast<int>(std::find(ring.begin(), ring.end(), src->sat) - ring.begin());
-  const double tI = ctx.t_isl(plane), tA = ctx.config().isl_agg_s;
+  // A uniform ring: every hop has the same length; the time depends on what it carries.
+  const double chord = orbit::ring_chord(reference().satellites[ring[0]].orbit.radius_m(), S);
+  auto hop = [&](uint64_t bytes) { return orbit::transfer_time_s(ctx.config().preset, 8.0 * bytes, chord); };
+  const double tI = hop(ctx.model_bytes()), tA = ctx.config().isl_agg_s;
   std::vector<double> fin(S);
   for (int j = 0; j < S; ++j) fin[j] = src->completion_s + tI * orbit::ring_hops(j, si, S) + 60.0;
   const int m = S / 2;
   double best = std::numeric_limits<double>::infinity();
   for (int q = 0; q < S; ++q) {
     auto chain = [&](std::vector<int> nodes) {  // far end first
-      double a = -1;
+      double a = -1;  // node i sends the aggregate of i + 1 clients
       for (std::size_t i = 0; i < nodes.size(); ++i)
-        a = i == 0 ? fin[nodes[i]] : std::max(fin[nodes[i]], a + tI) + tA;
-      return nodes.empty() ? -std::numeric_limits<double>::infinity() : a + tI;
+        a = i == 0 ? fin[nodes[i]] : std::max(fin[nodes[i]], a + hop(ctx.aggregate_bytes(i))) + tA;
+      return nodes.empty() ? -std::numeric_limits<double>::infinity() : a + hop(ctx.aggregate_bytes(nodes.size()));
     };
     std::vector<int> A, B;
     for (int k = m; k >= 1; --k) A.push_back((q + k) % S);
     for (int k = S - 1 - m; k >= 1; --k) B.push_back(((q - k) % S + S) % S);
     const double ready = std::max({fin[q], chain(A), chain(B)}) + ctx.config().sink_choice_s;
-    const auto c = reference_plan().first_window(ring[q], ready, ctx.t_ps(ring[q]));
+    const auto c = ctx.try_contact(ring[q], ready, ctx.aggregate_bytes(S));
     EXPECT_TRUE(c);
     if (c->completion_s < best) {
       best = c->completion_s;
@@ -144,7 +183,7 @@ TEST(Ring, SPresetIsSlowerButStillFaster) {
   TimingConfig cfg;
   cfg.preset = orbit::LinkPreset::s();
   const TimingContext ctx(reference(), reference_plan(), cfg);
-  EXPECT_NEAR(ctx.t_isl(0), 1.44, 0.05);  // orbit-fl.md §3
+  EXPECT_NEAR(ctx.isl_time(ctx.ring(0)[0], ctx.ring(0)[1], 0.0, ctx.model_bytes()), 1.44, 0.05);  // orbit-fl.md §3
   const Schedule b = simulate_baseline(ctx, 4);
   const Schedule r = simulate_ring(ctx, 4);
   EXPECT_GT(r.mean_update_interval_s(), 60.0 + 2 * 4 * 1.4);
@@ -240,7 +279,7 @@ TEST(Starlink, SchedulesScaleToAMegaConstellationWithAGroundStation) {
   o.horizon_s = 4.0 * 86400.0;
   const orbit::ContactPlan plan = orbit::ContactPlan::predict(sc, o);
   TimingConfig cfg;
-  cfg.model_bits = 25450.0 * 32.0;
+  cfg.model_params = 25450;
   const TimingContext ctx(sc, plan, cfg);
   const Schedule r = simulate_ring(ctx, 2);
   for (const auto& u : r.updates) {

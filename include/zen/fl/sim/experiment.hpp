@@ -95,7 +95,7 @@ class Experiment {
   double load_wall_s_ = 0.0;
 };
 
-/// CSV: time_s,round,accuracy,loss,ps_transfers,ps_bits,isl_transfers (one row per global update,
+/// CSV: time_s,round,accuracy,loss,ps_transfers,ps_bits,isl_transfers,isl_bits (one row per global update,
 /// the first row the initial model; transfers counted since the previous row).
 void write_csv(const std::string& path, const RunResult& r);
 /// gnuplot PNG of accuracy vs simulated time for several runs (CSV files next to it).

@@ -4,9 +4,10 @@
 // Actors (the server and the K satellites) are multiplexed onto the communicator's ranks: the
 // server on rank 0, satellite k on rank 1 + k mod (n - 1) (n = 1: everything on rank 0). With
 // n = K + 1 ranks every satellite is its own rank. Every transfer between actors on different ranks
-// is a comm.send/recv of the model (float32) or partial aggregate bytes (PartialAggregate::to_bytes)
-// preceded by a header stamped with the event id and its simulated [start, end] from the link
-// model; transfers between actors of one rank are handed over in memory. Each rank executes its
+// is one comm.send/recv of a TransferHeader (event id, simulated [start, end]) followed by the model
+// (float32) or the partial aggregate bytes (PartialAggregate::to_bytes), wire.hpp: exactly the
+// bytes the schedule charged for it (checked on send); transfers between actors of one rank are
+// handed over in memory. Each rank executes its
 // actors' events in simulated-time order (receives, then server updates, then training, then sends
 // at equal times), which cannot deadlock because every transfer ends after it starts.
 //
@@ -34,6 +35,7 @@ struct LearnRow {
   int ps_transfers = 0;
   double ps_bits = 0.0;
   int isl_transfers = 0;
+  double isl_bits = 0.0;
 };
 
 /// A message as the receiver saw it: its simulated duration comes from the header.
@@ -42,7 +44,7 @@ struct TransferLog {
   EventKind kind = EventKind::Download;
   int from = 0, to = 0;
   double start_s = 0.0, end_s = 0.0;
-  uint64_t bytes = 0;
+  uint64_t bytes = 0;     ///< the whole message (TransferHeader + payload, wire.hpp)
   bool via_comm = false;  ///< false: both actors live on the same rank
 };
 

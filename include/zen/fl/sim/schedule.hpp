@@ -1,6 +1,7 @@
 #pragma once
 // The output of the timing simulator: a deterministic list of events (who sends what to whom, when,
 // for how long) plus one record per global model update. The learner (learner.hpp) replays it.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@ struct Event {
   int orbit = -1;        ///< plane of the satellites involved (-1: several / none)
   int version = 0;       ///< model version carried / trained from; ServerUpdate: the new version
   bool failed = false;   ///< an attempt that did not deliver (missed window, failed link/node): no data moves
+  uint64_t bytes = 0;    ///< transfers: bytes of the message on the link, header included (wire.hpp)
   std::vector<int> members;  ///< IslAggregate / Upload: clients inside; ServerUpdate: clients of the update
   /// ServerUpdate of ring-async only: (orbit, staleness weight s_p) of every orbit pair in the mean.
   std::vector<std::pair<int, double>> orbit_weights;
@@ -51,7 +53,8 @@ struct UpdateRecord {
   int ps_transfers = 0;  ///< delivered server transfers (downloads + uploads) since the previous update
   int ps_failed = 0;     ///< failed server transfer attempts since the previous update
   int isl_transfers = 0; ///< delivered ISL transfers (models + aggregates) since the previous update
-  double ps_bits = 0.0;  ///< simulated bits through the server links since the previous update
+  double ps_bits = 0.0;  ///< bits delivered through the server links since the previous update
+  double isl_bits = 0.0; ///< bits delivered over ISLs since the previous update
   std::vector<int> members;  ///< clients whose fresh updates entered this global update
 };
 
@@ -59,7 +62,7 @@ struct Schedule {
   std::string scheme;           ///< baseline | ring | ring-async
   int num_satellites = 0;
   int num_planes = 0;
-  double model_bits = 0.0;
+  std::size_t model_params = 0;  ///< parameters of the model the transfers carry
   std::vector<Event> events;    ///< sorted by (start_s, id); ids are indices
   std::vector<UpdateRecord> updates;
   std::vector<int> lost;        ///< clients whose trained update was lost with a failed node, per occurrence

@@ -4,6 +4,8 @@
 // A pure function of (scenario, contact plan, link preset, model size, training times, faults): it
 // emits the Schedule of every transfer and training step, with durations from the link model, on a
 // simulated clock. No learning happens here; learner.hpp replays the schedule with real models.
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "zen/orbit/contact.hpp"
 #include "zen/orbit/link.hpp"
 #include "zen/orbit/scenario.hpp"
+#include "zen/orbit/visibility.hpp"
 
 namespace zen::fl::sim {
 
@@ -42,7 +45,7 @@ std::string fault_to_string(const Fault& f);
 
 struct TimingConfig {
   orbit::LinkPreset preset = orbit::LinkPreset::ka();
-  double model_bits = 7850.0 * 32.0;  ///< bits of one model / one partial aggregate on a link
+  std::size_t model_params = 7850;  ///< parameters of the model (float32 on the wire, wire.hpp)
   double train_s = 60.0;              ///< on-board training time per round (all satellites)
   std::vector<double> train_s_per_sat;  ///< overrides train_s when non-empty (size K)
   double ps_agg_s = 0.15e-3;          ///< server aggregation time
@@ -65,33 +68,41 @@ class TimingContext {
   /// Members of a plane in ring (slot) order.
   const std::vector<int>& ring(int plane) const { return rings_.at(static_cast<std::size_t>(plane)); }
 
-  /// Server link time of a satellite: model_bits / R(d) + d / c at the satellite's worst-case
-  /// distance over all its windows (orbit-fl.md §3, as in the reference code).
-  double t_ps(int sat) const { return t_ps_.at(static_cast<std::size_t>(sat)); }
-  /// ISL time of a plane at its neighbour distance.
-  double t_isl(int plane) const { return t_isl_.at(static_cast<std::size_t>(plane)); }
+  const orbit::Geometry& geometry() const noexcept { return geo_; }
+  /// Bytes on the link of a model / of a partial aggregate of `members` clients (wire.hpp): what
+  /// every transfer is charged and what the learner sends.
+  uint64_t model_bytes() const noexcept { return model_bytes_; }
+  uint64_t aggregate_bytes(std::size_t members) const noexcept;
+  /// ISL transfer of `bytes` from satellite a to b starting at t: bits / R(d) + d / c at their
+  /// distance at t (constant in time on a uniform ring).
+  double isl_time(int a, int b, double t, uint64_t bytes) const;
   double train_time(int sat) const;
-
   // ---- failure state (faults from the config) ----
   bool node_alive(int sat, double t) const;
+  /// An ISL is up when no fault cut it and, on a ring that is not uniform (unequal spacing, radii or
+  /// planes), the two satellites have line of sight at t (predictable, so the planner knows it).
   bool link_alive(int a, int b, double t) const;
   /// Same, but only failures that happened by `known_s` count (the planner's view at known_s).
   bool node_alive_known(int sat, double t, double known_s) const;
   bool link_alive_known(int a, int b, double t, double known_s) const;
 
-  /// first_window with the satellite's own t_ps; throws HorizonExceeded when nothing fits.
-  orbit::Contact contact(int sat, double t) const;
-  std::optional<orbit::Contact> try_contact(int sat, double t) const;
-  /// EFC over a set (each satellite with its own t_ps): earliest completion, ties by longest
-  /// remaining window, then lowest id. nullopt when none fits before the horizon.
-  std::optional<orbit::Contact> efc(const std::vector<int>& sats, double t) const;
+  /// Server transfer of `bytes` by `sat` at or after t: the first window where it fits, with the
+  /// rate integrated over the distance the transfer actually sees (orbit::integrated_transfer_end);
+  /// throws HorizonExceeded when nothing fits.
+  orbit::Contact contact(int sat, double t, uint64_t bytes) const;
+  std::optional<orbit::Contact> try_contact(int sat, double t, uint64_t bytes) const;
+  /// EFC over a set: earliest completion, ties by longest remaining window, then lowest id.
+  /// nullopt when none fits before the horizon.
+  std::optional<orbit::Contact> efc(const std::vector<int>& sats, double t, uint64_t bytes) const;
 
  private:
   const orbit::Scenario& sc_;
   const orbit::ContactPlan& plan_;
   TimingConfig cfg_;
+  orbit::Geometry geo_;
+  uint64_t model_bytes_ = 0;
   std::vector<std::vector<int>> rings_;
-  std::vector<double> t_ps_, t_isl_;
+  std::vector<char> ring_uniform_;  ///< per plane: ISL distance and line of sight constant in time
   std::vector<double> node_fail_;  ///< failure time per satellite (+inf: never)
 };
 
