@@ -11,6 +11,7 @@
 #include "zen/fl/fedavg.hpp"
 #include "zen/fl/sim/learner.hpp"
 #include "zen/fl/sim/loopback_runner.hpp"
+#include "zen/orbit/visibility.hpp"
 
 namespace zen::fl::sim {
 namespace {
@@ -74,6 +75,38 @@ TEST(Faults, LinkDeadFromTheStartTurnsTheRingIntoAPath) {
       EXPECT_FALSE((e.from == 9 && e.to == 10) || (e.from == 10 && e.to == 9)) << "event " << e.id;
     }
   replay(s);
+}
+
+// A ring that is not uniform: plane 0's slot-2 satellite is moved 40 degrees ahead, so slots 1 and 2
+// are 85 degrees apart (no line of sight past the Earth at 2000 km) and slots 2 and 3 only 5. The
+// blocked hop is handled like a cut link, and every hop takes the time of its own distance.
+TEST(Faults, NonUniformRingBlockedHopIsRoutedAroundAndHopsUseTheirOwnDistance) {
+  orbit::Scenario sc = reference();
+  const std::vector<int> ring = sc.plane_members(0);
+  sc.satellites[static_cast<std::size_t>(ring[2])].orbit.arg_lat_rad += 40.0 * M_PI / 180.0;
+  ASSERT_FALSE(orbit::ring_info(sc, 0).uniform);
+  orbit::PredictOptions o;
+  o.horizon_s = reference_plan().horizon_s();
+  const orbit::ContactPlan plan = orbit::ContactPlan::predict(sc, o);
+  const TimingContext ctx(sc, plan, TimingConfig{});
+  EXPECT_FALSE(ctx.link_alive(ring[1], ring[2], 0.0));
+  EXPECT_FALSE(ctx.link_alive(ring[1], ring[2], 5000.0));
+  EXPECT_TRUE(ctx.link_alive(ring[2], ring[3], 0.0));
+  EXPECT_LT(ctx.isl_time(ring[2], ring[3], 0.0, ctx.model_bytes()), ctx.isl_time(ring[3], ring[4], 0.0, ctx.model_bytes()));
+  const Schedule s = simulate_ring(ctx, 2);
+  for (const UpdateRecord& u : s.updates) {
+    EXPECT_EQ(u.members, test::all_clients(40));
+    EXPECT_EQ(u.ps_transfers, 10);
+    EXPECT_EQ(u.isl_transfers, 70);  // plane 0 is a path of 8: still 2 x 7 hops
+  }
+  for (const Event& e : s.events) {
+    if (e.kind != EventKind::IslModel && e.kind != EventKind::IslAggregate) continue;
+    EXPECT_FALSE((e.from == ring[1] && e.to == ring[2]) || (e.from == ring[2] && e.to == ring[1])) << "event " << e.id;
+    EXPECT_NEAR(e.end_s - e.start_s, ctx.isl_time(e.from, e.to, e.start_s, e.bytes), 1e-12);
+  }
+  test::expect_uploads_partition_members(s);
+  const LearnResult r = run_loopback(s, tiny_federation(), tiny_test());
+  ASSERT_EQ(r.rows.size(), s.updates.size() + 1);
 }
 
 TEST(Faults, LinkFailingDuringAggregationReroutesTheOtherWay) {
