@@ -12,6 +12,11 @@ args=(fl --data-dir "$data" --rounds 2 --model mlp --hidden 8 --train-time 60 --
 grep -q "final_acc=" "$tmp/loop.txt" || { echo "no summary line"; cat "$tmp/loop.txt"; exit 1; }
 ls "$tmp/loop"/*.csv >/dev/null
 acc_loop=$(grep -o "final_acc=[0-9.]*" "$tmp/loop.txt")
+# compare with work-based training times and the compute sweep: one table row per throughput.
+"$bin" compare --data-dir "$data" --rounds 2 --presets ka --train-time work --onboard-gflops 0.01 \
+  --sweep-gflops 0.001,1 >"$tmp/cmp.txt"
+grep -q "train time work (mean" "$tmp/cmp.txt" || { echo "compare did not report work-based training"; cat "$tmp/cmp.txt"; exit 1; }
+[ "$(grep -cE '^\| (0.001|1) \|' "$tmp/cmp.txt")" = 2 ] || { echo "compute sweep rows missing"; cat "$tmp/cmp.txt"; exit 1; }
 if [ -n "$mpiexec" ]; then
   "$mpiexec" -n 3 "$bin" "${args[@]}" --backend mpi --out "$tmp/mpi" >"$tmp/mpi.txt"
   acc_mpi=$(grep -o "final_acc=[0-9.]*" "$tmp/mpi.txt")

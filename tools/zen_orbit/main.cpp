@@ -277,6 +277,7 @@ struct FlArgs {
   bool transfers = false;
   std::string backend = "loopback";
   int ranks = 0;     // loopback ranks
+  std::vector<double> sweep_gflops;  // compare: timing-only sweep of the on-board throughput
   bool root = true;  // this process prints (rank 0 under --backend mpi)
 };
 
@@ -353,7 +354,14 @@ void add_fl_options(CLI::App* app, FlArgs& a) {
   app->add_option("--data-dir", c.data_dir, "Fashion-MNIST IDX directory (default $ZEN_FMNIST_DIR or the Debian path)");
   app->add_option("--train-limit", c.train_limit, "use only the first N training images");
   app->add_option("--test-limit", c.test_limit, "use only the first N test images");
-  app->add_option("--train-time", c.train_time, "on-board training time per round: seconds, or 'measured'")
+  app->add_option("--train-time", c.train_time,
+                  "on-board training time per round: seconds, 'measured', or 'work' (samples x epochs x 6 x params "
+                  "FLOP over --onboard-gflops)")
+      ->capture_default_str();
+  app->add_option("--onboard-gflops", c.onboard_gflops, "work: sustained on-board training throughput [GFLOP/s]")
+      ->capture_default_str();
+  app->add_option("--compute-spread", c.compute_spread,
+                  "work: per-satellite throughput uniform in [1 - S, 1 + S] x the nominal (seeded)")
       ->capture_default_str();
   app->add_option("--train-scale", c.train_scale, "measured training: simulated s = measured wall s * factor")
       ->capture_default_str();
@@ -433,10 +441,19 @@ int cmd_compare(FlArgs& a) {
               ex.scenario().num_satellites(), ex.scenario().planes);
   for (const auto& s : ex.scenario().servers) std::printf(" %s", s.name.c_str());
   const std::size_t params = ex.federation().global().num_params();
-  std::printf("; model %s (%zu parameters; a model message is %zu B, a one-client aggregate %zu B), train time %s s, "
+  std::string train = a.cfg.train_time + " s";
+  if (a.cfg.train_time == "work" || a.cfg.train_time == "measured") {
+    const auto& ts = ex.timing().train_s_per_sat;
+    double mean = 0, mx = 0;
+    for (double t : ts) mean += t / static_cast<double>(ts.size()), mx = std::max(mx, t);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%s (mean %.3g s, max %.3g s)", a.cfg.train_time.c_str(), mean, mx);
+    train = buf;
+  }
+  std::printf("; model %s (%zu parameters; a model message is %zu B, a one-client aggregate %zu B), train time %s, "
               "target accuracy %.3f\n",
               a.cfg.model.c_str(), params, zs::model_message_bytes(params), zs::aggregate_message_bytes(params, 1),
-              a.cfg.train_time.c_str(), a.cfg.target_acc);
+              train.c_str(), a.cfg.target_acc);
   for (const std::string& preset : split_list(a.presets)) {
     const std::size_t first = runs.size();
     for (const std::string& scheme : schemes) {
@@ -462,6 +479,25 @@ int cmd_compare(FlArgs& a) {
                   b.ps_transfers_per_round / r.ps_transfers_per_round, r.isl_transfers_per_round, r.final_accuracy);
     }
     std::printf("\n");
+    if (!a.sweep_gflops.empty()) {
+      const int rounds = b.rounds;
+      std::printf("on-board compute sweep, preset %s, %d rounds, timing only (training = samples x epochs x 6 x %zu "
+                  "FLOP at the given throughput, spread %.2f)\n",
+                  preset.c_str(), rounds, params, a.cfg.compute_spread);
+      std::printf("| GFLOP/s | train mean [s] | train max [s] |");
+      for (const auto& sc : schemes) std::printf(" %s round [s] |", sc.c_str());
+      for (std::size_t i = 1; i < schemes.size(); ++i) std::printf(" %s speed-up |", schemes[i].c_str());
+      std::printf("\n|---|---|---|");
+      for (std::size_t i = 0; i < 2 * schemes.size() - 1; ++i) std::printf("---|");
+      std::printf("\n");
+      for (const auto& row : ex.compute_sweep(schemes, preset, a.sweep_gflops, rounds)) {
+        std::printf("| %g | %.4g | %.4g |", row.gflops, row.mean_train_s, row.max_train_s);
+        for (double r : row.round_s) std::printf(" %.2f |", r);
+        for (std::size_t i = 1; i < row.round_s.size(); ++i) std::printf(" %.2fx |", row.round_s[0] / row.round_s[i]);
+        std::printf("\n");
+      }
+      std::printf("\n");
+    }
     std::fflush(stdout);
   }
   write_outputs(a, runs, "FL on " + ex.scenario().name + ": baseline vs ring");
@@ -518,6 +554,10 @@ int main(int argc, char** argv) {
   add_fl_options(compare, cmpa);
   compare->add_option("--schemes,--scheme", cmpa.schemes, "schemes, the first is the reference")->capture_default_str();
   compare->add_option("--presets,--preset", cmpa.presets, "link presets, comma-separated")->capture_default_str();
+  compare->add_option("--sweep-gflops", cmpa.sweep_gflops,
+                      "also print each scheme's round time and the speed-up with training times from the compute "
+                      "model at these on-board throughputs [GFLOP/s] (timing only)")
+      ->delimiter(',');
 
   CLI11_PARSE(app, argc, argv);
   try {

@@ -12,6 +12,7 @@ enum class Stream : uint64_t {
   Split = 1,    ///< assignment of samples to clients
   Init = 2,     ///< initial global model
   Shuffle = 3,  ///< per-client, per-round minibatch order
+  Compute = 4,  ///< per-satellite on-board throughput (timing's compute model)
 };
 
 /// SplitMix64 finalizer: a bijective 64-bit mixer.

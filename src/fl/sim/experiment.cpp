@@ -94,7 +94,9 @@ Experiment::Experiment(ExperimentConfig cfg) : cfg_(std::move(cfg)), sc_(make_sc
   timing_.model_params = fed_->global().num_params();
   timing_.faults = cfg_.faults;
   timing_.staleness_exponent = cfg_.staleness_exponent;
-  if (cfg_.train_time == "measured") {
+  if (cfg_.train_time == "work") {
+    timing_.train_s_per_sat = work_train_times(cfg_.onboard_gflops);
+  } else if (cfg_.train_time == "measured") {
     // One calibration epoch per satellite from the initial model, scaled to on-board time.
     ZEN_ENFORCE(cfg_.train_scale > 0, "train scale must be positive, got " + std::to_string(cfg_.train_scale));
     timing_.train_s_per_sat.resize(static_cast<std::size_t>(sc_.num_satellites()));
@@ -106,7 +108,8 @@ Experiment::Experiment(ExperimentConfig cfg) : cfg_(std::move(cfg)), sc_(make_sc
     try {
       timing_.train_s = std::stod(cfg_.train_time);
     } catch (const std::exception&) {
-      ZEN_THROW(Result::InvalidArgument, "train time '" + cfg_.train_time + "' is neither seconds nor 'measured'");
+      ZEN_THROW(Result::InvalidArgument,
+                "train time '" + cfg_.train_time + "' is neither seconds nor 'measured' nor 'work'");
     }
   }
 }
@@ -121,12 +124,46 @@ const orbit::ContactPlan& Experiment::plan_for(double min_horizon) {
   return *plan_;
 }
 
+std::vector<double> Experiment::work_train_times(double gflops) const {
+  ComputeModel m;
+  m.flops_per_s = gflops * 1e9;
+  m.spread = cfg_.compute_spread;
+  m.seed = cfg_.seed;
+  std::vector<std::size_t> samples(static_cast<std::size_t>(fed_->num_clients()));
+  for (int k = 0; k < fed_->num_clients(); ++k) samples[static_cast<std::size_t>(k)] = fed_->client_samples(k);
+  return compute_train_times(m, samples, cfg_.epochs, fed_->global().num_params());
+}
+
+std::vector<ComputeSweepRow> Experiment::compute_sweep(const std::vector<std::string>& schemes,
+                                                       const std::string& preset, const std::vector<double>& gflops,
+                                                       int rounds) {
+  std::vector<ComputeSweepRow> out;
+  for (double g : gflops) {
+    ComputeSweepRow row;
+    row.gflops = g;
+    TimingConfig tc = timing_;
+    tc.train_s_per_sat = work_train_times(g);
+    for (double t : tc.train_s_per_sat) {
+      row.mean_train_s += t / static_cast<double>(tc.train_s_per_sat.size());
+      row.max_train_s = std::max(row.max_train_s, t);
+    }
+    for (const std::string& scheme : schemes)
+      row.round_s.push_back(schedule_with(tc, scheme, preset, rounds, nullptr).end_time_s() / rounds);
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
 Schedule Experiment::schedule(const std::string& scheme, const std::string& preset, int rounds, double* horizon_s) {
+  return schedule_with(timing_, scheme, preset, rounds, horizon_s);
+}
+
+Schedule Experiment::schedule_with(TimingConfig tc, const std::string& scheme, const std::string& preset, int rounds,
+                                   double* horizon_s) {
+  tc.preset = orbit::LinkPreset::named(preset);
   double days = std::max(cfg_.initial_days, plan_ ? plan_->horizon_s() / 86400.0 : 0.0);
   for (;;) {
     const orbit::ContactPlan& plan = plan_for(days * 86400.0);
-    TimingConfig tc = timing_;
-    tc.preset = orbit::LinkPreset::named(preset);
     const TimingContext ctx(sc_, plan, tc);
     try {
       Schedule s = simulate(scheme, ctx, rounds);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "zen/fl/sim/timing.hpp"
+#include "zen/fl/rng.hpp"
 #include "zen/fl/sim/wire.hpp"
 #include "zen/orbit/visibility.hpp"
 
@@ -118,6 +119,24 @@ uint64_t TimingContext::aggregate_bytes(std::size_t members) const noexcept {
 double TimingContext::isl_time(int a, int b, double t, uint64_t bytes) const {
   const double d = (geo_.sat_position(a, t) - geo_.sat_position(b, t)).norm();
   return orbit::transfer_time_s(cfg_.preset, 8.0 * static_cast<double>(bytes), d);
+}
+
+double train_flops_per_sample(std::size_t params) noexcept { return 6.0 * static_cast<double>(params); }
+
+std::vector<double> compute_train_times(const ComputeModel& m, const std::vector<std::size_t>& samples, int epochs,
+                                        std::size_t params) {
+  ZEN_ENFORCE(std::isfinite(m.flops_per_s) && m.flops_per_s > 0,
+              "compute model: on-board throughput must be positive, got " + std::to_string(m.flops_per_s) + " FLOP/s");
+  ZEN_ENFORCE(m.spread >= 0 && m.spread < 1, "compute model: spread must be in [0, 1), got " + std::to_string(m.spread));
+  ZEN_ENFORCE(epochs >= 1, "compute model: epochs must be >= 1, got " + std::to_string(epochs));
+  Rng rng(stream_seed(m.seed, Stream::Compute));
+  std::uniform_real_distribution<double> share(1.0 - m.spread, 1.0 + m.spread);
+  std::vector<double> t(samples.size());
+  for (std::size_t k = 0; k < samples.size(); ++k) {
+    const double f = m.spread > 0 ? share(rng) : 1.0;
+    t[k] = static_cast<double>(samples[k]) * epochs * train_flops_per_sample(params) / (m.flops_per_s * f);
+  }
+  return t;
 }
 
 double TimingContext::train_time(int sat) const {

@@ -223,6 +223,41 @@ TEST(Experiment, CsvPayloadBitsEqualTheBytesTheCommunicatorMoved) {
   }
 }
 
+// --train-time work: every satellite's time is its shard's work over the throughput (unequal shards
+// give unequal times), and the sweep shows the speed-up growing as training gets faster.
+TEST(Experiment, WorkBasedTrainingTimesAndTheComputeSweep) {
+  ExperimentConfig cfg;
+  cfg.data_dir = ZEN_FL_TINY_DIR;
+  cfg.rounds = 2;
+  cfg.learn = loopback_runner();
+  cfg.split = "lognormal:1.0";
+  cfg.train_time = "work";
+  cfg.onboard_gflops = 0.5;
+  cfg.epochs = 3;
+  Experiment ex(cfg);
+  const auto& t = ex.timing().train_s_per_sat;
+  ASSERT_EQ(t.size(), 40u);
+  const double n = static_cast<double>(ex.federation().global().num_params());
+  double lo = 1e300, hi = 0;
+  for (int k = 0; k < 40; ++k) {
+    EXPECT_DOUBLE_EQ(t[k], ex.federation().client_samples(k) * 3.0 * 6.0 * n / 0.5e9) << k;
+    lo = std::min(lo, t[k]), hi = std::max(hi, t[k]);
+  }
+  EXPECT_GT(hi, lo);
+  const auto rows = ex.compute_sweep({"baseline", "ring"}, "ka", {1e-5, 1e-3, 1.0}, 2);
+  ASSERT_EQ(rows.size(), 3u);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    ASSERT_EQ(rows[i].round_s.size(), 2u);
+    EXPECT_GE(rows[i].round_s[1], rows[i].max_train_s);  // a round holds the slowest training
+    if (i) {
+      EXPECT_LE(rows[i].round_s[1], rows[i - 1].round_s[1]);
+      EXPECT_GT(rows[i].round_s[0] / rows[i].round_s[1], rows[i - 1].round_s[0] / rows[i - 1].round_s[1]);
+    }
+  }
+  cfg.train_time = "fast";
+  EXPECT_THROW(Experiment bad(cfg), Error);
+}
+
 TEST(Experiment, RealFashionMnistReachesEightyPercentUnderBothSchemes) {
   if (!std::filesystem::exists(default_fashion_mnist_dir() + "/train-images-idx3-ubyte.gz"))
     GTEST_SKIP() << "Fashion-MNIST not installed (Debian dataset-fashion-mnist)";

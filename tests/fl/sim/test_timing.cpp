@@ -65,6 +65,40 @@ TEST(Timing, LinkTimesUseTheDistanceOfEachTransfer) {
   EXPECT_GT(shorter, 0);
 }
 
+TEST(ComputeModel, TrainingTimeIsTheWorkOverTheThroughput) {
+  ComputeModel m;
+  m.flops_per_s = 2e9;
+  const std::vector<std::size_t> samples{1500, 3000, 0, 7};
+  const auto t = compute_train_times(m, samples, 2, 7850);
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_EQ(train_flops_per_sample(7850), 6.0 * 7850);
+  EXPECT_DOUBLE_EQ(t[0], 1500.0 * 2 * 6 * 7850 / 2e9);  // 0.07065 s
+  EXPECT_DOUBLE_EQ(t[1], 2 * t[0]);
+  EXPECT_EQ(t[2], 0.0);
+  // A spread draws each satellite's share of the throughput from [1 - s, 1 + s], seeded.
+  m.spread = 0.5;
+  const std::vector<std::size_t> many(200, 1000);
+  const auto a = compute_train_times(m, many, 1, 100);
+  const double nominal = 1000.0 * 6 * 100 / 2e9;
+  double lo = 1e300, hi = 0;
+  for (double x : a) {
+    EXPECT_GE(x, nominal / 1.5 * (1 - 1e-12));
+    EXPECT_LE(x, nominal / 0.5 * (1 + 1e-12));
+    lo = std::min(lo, x), hi = std::max(hi, x);
+  }
+  EXPECT_GT(hi / lo, 2.0);  // the spread is used
+  EXPECT_EQ(a, compute_train_times(m, many, 1, 100));
+  m.seed = 2;
+  EXPECT_NE(a, compute_train_times(m, many, 1, 100));
+  m.spread = 1.0;
+  EXPECT_THROW(compute_train_times(m, many, 1, 100), Error);
+  m.spread = 0;
+  m.flops_per_s = 0;
+  EXPECT_THROW(compute_train_times(m, many, 1, 100), Error);
+  m.flops_per_s = 1e9;
+  EXPECT_THROW(compute_train_times(m, many, 0, 100), Error);
+}
+
 TEST(Baseline, EightyServerTransfersPerRoundAndTheEfcRule) {
   const TimingContext ctx(reference(), reference_plan(), TimingConfig{});
   const Schedule s = simulate_baseline(ctx, 3);

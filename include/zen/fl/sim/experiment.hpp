@@ -37,8 +37,10 @@ struct ExperimentConfig {
   std::size_t train_limit = 0;
   std::size_t test_limit = 0;
   // timing
-  std::string train_time = "60";  ///< seconds, or "measured"
+  std::string train_time = "60";  ///< seconds, "measured", or "work" (ComputeModel, timing.hpp)
   double train_scale = 1.0;       ///< measured: simulated time = measured wall time * scale
+  double onboard_gflops = 1.0;    ///< work: sustained on-board training throughput [GFLOP/s]
+  double compute_spread = 0.0;    ///< work: per-satellite throughput spread, uniform in [1 -+ spread]
   std::vector<Fault> faults;
   double staleness_exponent = 0.5;
   double initial_days = 1.0;      ///< first prediction horizon (doubled until the schedule fits)
@@ -67,6 +69,13 @@ struct RunResult {
   std::string summary() const;
 };
 
+/// Round time of each scheme when on-board training follows the compute model at one throughput.
+struct ComputeSweepRow {
+  double gflops = 0.0;
+  double mean_train_s = 0.0, max_train_s = 0.0;  ///< over the satellites
+  std::vector<double> round_s;                   ///< per scheme (async: time per P updates)
+};
+
 /// Data, federation and contact plan shared by the runs of one scenario.
 class Experiment {
  public:
@@ -82,9 +91,18 @@ class Experiment {
   Schedule schedule(const std::string& scheme, const std::string& preset, int rounds, double* horizon_s = nullptr);
   /// Schedule + learning + metrics.
   RunResult run(const std::string& scheme, const std::string& preset);
+  /// Training times of the compute model (timing.hpp) at `gflops` with this experiment's shards,
+  /// epochs, model size, spread and seed.
+  std::vector<double> work_train_times(double gflops) const;
+  /// Timing only (no learning): the round time of every scheme over `rounds` rounds with training
+  /// times from the compute model at each throughput; how the speed-up depends on on-board compute.
+  std::vector<ComputeSweepRow> compute_sweep(const std::vector<std::string>& schemes, const std::string& preset,
+                                             const std::vector<double>& gflops, int rounds);
 
  private:
   const orbit::ContactPlan& plan_for(double min_horizon);
+  Schedule schedule_with(TimingConfig tc, const std::string& scheme, const std::string& preset, int rounds,
+                         double* horizon_s);
 
   ExperimentConfig cfg_;
   orbit::Scenario sc_;

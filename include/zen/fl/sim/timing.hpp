@@ -55,6 +55,24 @@ struct TimingConfig {
   std::vector<Fault> faults;
 };
 
+/// On-board compute model: a satellite's training time per round follows from the work it does,
+///
+///   t_k = samples_k x epochs x flops_per_sample / (flops_per_s x f_k),
+///
+/// with flops_per_sample = 6 x params (dense layers: 2 N forward + 4 N backward per sample, the
+/// usual estimate of Kaplan et al., arXiv 2001.08361) and f_k the satellite's share of the nominal
+/// throughput, drawn uniformly from [1 - spread, 1 + spread] (seeded; spread 0: every f_k = 1).
+struct ComputeModel {
+  double flops_per_s = 1e9;  ///< sustained on-board training throughput [FLOP/s]
+  double spread = 0.0;       ///< per-satellite relative spread of the throughput, in [0, 1)
+  uint64_t seed = 1;
+};
+double train_flops_per_sample(std::size_t params) noexcept;
+/// Training time of every satellite (samples[k] = its shard size); throws zen::Error on a
+/// non-positive throughput, a spread outside [0, 1) or epochs < 1.
+std::vector<double> compute_train_times(const ComputeModel& m, const std::vector<std::size_t>& samples, int epochs,
+                                        std::size_t params);
+
 /// Scenario + contact plan + link times; the input of every scheme.
 class TimingContext {
  public:
