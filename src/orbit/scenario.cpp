@@ -98,7 +98,11 @@ int count_planes(const std::vector<Satellite>& sats) {
 
 const std::set<std::string> kTopKeys = {"name", "base", "propagator", "epoch_utc", "gmst0_deg",
                                         "elevation_mask_deg", "atmosphere_margin_km", "walker",
-                                        "satellites", "servers"};
+                                        "satellites", "servers", "links"};
+const std::set<std::string> kLinksKeys = {"isl", "server"};
+const std::set<std::string> kLinkKeys = {"preset",      "frequency_ghz", "bandwidth_mhz", "tx_power_dbw",
+                                         "gain_tx_dbi", "gain_rx_dbi",   "noise_temp_k",  "losses_db",
+                                         "rate",        "min_snr_db",    "rolloff"};
 const std::set<std::string> kWalkerKeys = {"pattern", "inclination_deg", "total", "planes", "phasing",
                                            "altitude_km", "altitude_m", "raan0_deg", "u0_deg"};
 const std::set<std::string> kSatelliteKeys = {"plane", "slot", "name", "altitude_km", "altitude_m",
@@ -145,6 +149,37 @@ double get_altitude(const json& j, const std::string& where, bool required) {
   if (j.contains("altitude_m")) return get_num(j, "altitude_m", 0.0, where);
   ZEN_ENFORCE(!required, where + ": missing field 'altitude_km' (or 'altitude_m')");
   return 0.0;
+}
+
+// A link budget: "preset" (ka or s, default ka) gives the values not listed.
+LinkPreset parse_link(const json& j, const std::string& where) {
+  only_keys(j, kLinkKeys, where);
+  LinkPreset p = LinkPreset::named(j.value("preset", std::string("ka")));
+  p.name = where.substr(where.rfind(' ') + 1);
+  p.frequency_hz = get_num(j, "frequency_ghz", p.frequency_hz / 1e9, where) * 1e9;
+  p.bandwidth_hz = get_num(j, "bandwidth_mhz", p.bandwidth_hz / 1e6, where) * 1e6;
+  p.tx_power_w = from_db(get_num(j, "tx_power_dbw", to_db(p.tx_power_w), where));
+  p.gain_tx = from_db(get_num(j, "gain_tx_dbi", to_db(p.gain_tx), where));
+  p.gain_rx = from_db(get_num(j, "gain_rx_dbi", to_db(p.gain_rx), where));
+  p.noise_temp_k = get_num(j, "noise_temp_k", p.noise_temp_k, where);
+  p.losses_db = get_num(j, "losses_db", p.losses_db, where);
+  if (j.contains("rate")) p.rate_model = parse_rate_model(j.at("rate").get<std::string>());
+  p.min_snr_db = get_num(j, "min_snr_db", p.min_snr_db, where);
+  p.rolloff = get_num(j, "rolloff", p.rolloff, where);
+  ZEN_ENFORCE(p.frequency_hz > 0 && p.bandwidth_hz > 0 && p.tx_power_w > 0 && p.noise_temp_k > 0,
+              where + ": frequency, bandwidth, transmit power and noise temperature must be positive");
+  ZEN_ENFORCE(p.rolloff >= 0 && p.rolloff <= 1, where + ": rolloff must be in [0, 1]");
+  return p;
+}
+
+json link_json(const LinkPreset& p) {
+  json j{{"frequency_ghz", p.frequency_hz / 1e9}, {"bandwidth_mhz", p.bandwidth_hz / 1e6},
+         {"tx_power_dbw", to_db(p.tx_power_w)},   {"gain_tx_dbi", to_db(p.gain_tx)},
+         {"gain_rx_dbi", to_db(p.gain_rx)},       {"noise_temp_k", p.noise_temp_k},
+         {"losses_db", p.losses_db},              {"rate", rate_model_name(p.rate_model)}};
+  if (p.min_snr_db > -1e299) j["min_snr_db"] = p.min_snr_db;
+  if (p.rate_model == RateModel::DvbS2) j["rolloff"] = p.rolloff;
+  return j;
 }
 
 CircularOrbit parse_orbit(const json& j, const std::string& where) {
@@ -322,6 +357,12 @@ Scenario Scenario::from_json_text(const std::string& text) {
         }
       }
     }
+    if (j.contains("links")) {
+      const json& l = j.at("links");
+      only_keys(l, kLinksKeys, "scenario JSON links");
+      if (l.contains("isl")) sc.isl_link = parse_link(l.at("isl"), "scenario JSON link isl");
+      if (l.contains("server")) sc.server_link = parse_link(l.at("server"), "scenario JSON link server");
+    }
   } catch (const json::exception& e) {
     ZEN_THROW(Result::InvalidArgument, std::string("scenario JSON: bad field type: ") + e.what());
   }
@@ -382,6 +423,12 @@ std::string Scenario::to_json_text() const {
     }
   }
   j["servers"] = servs;
+  if (isl_link || server_link) {
+    json l = json::object();
+    if (isl_link) l["isl"] = link_json(*isl_link);
+    if (server_link) l["server"] = link_json(*server_link);
+    j["links"] = l;
+  }
   return j.dump(2);
 }
 

@@ -239,6 +239,37 @@ TEST(Scenario, JsonConfig) {
   EXPECT_THROW(zo::Scenario::from_json_text("{not json"), zen::Error);
 }
 
+// The link budget is part of the scenario: a base preset plus overrides, in the units papers state.
+TEST(Scenario, LinkBudgetsFromJsonRoundTrip) {
+  const zo::Scenario sc = zo::Scenario::from_json_text(R"({"base": "reference", "links": {
+      "isl": {"preset": "s", "losses_db": 2, "rate": "dvbs2", "rolloff": 0.35},
+      "server": {"frequency_ghz": 26, "bandwidth_mhz": 250, "tx_power_dbw": 13, "gain_tx_dbi": 35,
+                 "gain_rx_dbi": 40, "noise_temp_k": 500, "min_snr_db": -3}}})");
+  ASSERT_TRUE(sc.isl_link && sc.server_link);
+  EXPECT_DOUBLE_EQ(sc.isl_link->frequency_hz, 2.4e9);  // from the s preset
+  EXPECT_DOUBLE_EQ(sc.isl_link->losses_db, 2.0);
+  EXPECT_EQ(sc.isl_link->rate_model, zo::RateModel::DvbS2);
+  EXPECT_DOUBLE_EQ(sc.isl_link->rolloff, 0.35);
+  EXPECT_DOUBLE_EQ(sc.server_link->frequency_hz, 26e9);
+  EXPECT_NEAR(sc.server_link->tx_power_w, 19.95262315, 1e-6);
+  EXPECT_NEAR(sc.server_link->gain_rx, 1e4, 1e-6);
+  EXPECT_EQ(sc.server_link->rate_model, zo::RateModel::Shannon);
+  EXPECT_DOUBLE_EQ(sc.server_link->min_snr_db, -3.0);
+  const zo::Scenario back = zo::Scenario::from_json_text(sc.to_json_text());
+  ASSERT_TRUE(back.isl_link && back.server_link);
+  for (double d : {1000e3, 6406.9e3, 31020e3}) {
+    EXPECT_NEAR(zo::rate_bps(*back.isl_link, d), zo::rate_bps(*sc.isl_link, d), 1e-6 * zo::rate_bps(*sc.isl_link, d) + 1e-9);
+    EXPECT_NEAR(zo::rate_bps(*back.server_link, d), zo::rate_bps(*sc.server_link, d), 1e-6 * zo::rate_bps(*sc.server_link, d) + 1e-9);
+  }
+  EXPECT_FALSE(zo::Scenario::named("reference").isl_link);
+  for (const char* bad : {R"({"base": "reference", "links": {"isl": {"frequncy_ghz": 2}}})",
+                          R"({"base": "reference", "links": {"uplink": {}}})",
+                          R"({"base": "reference", "links": {"isl": {"rate": "magic"}}})",
+                          R"({"base": "reference", "links": {"isl": {"bandwidth_mhz": 0}}})"}) {
+    EXPECT_THROW(zo::Scenario::from_json_text(bad), zen::Error) << bad;
+  }
+}
+
 TEST(Scenario, ServerSpecsFromTheCommandLine) {
   EXPECT_EQ(zo::parse_server("meo").kind, zo::ServerNode::Kind::Satellite);
   EXPECT_EQ(zo::parse_server("bremen").station.lat_deg, 53.0);

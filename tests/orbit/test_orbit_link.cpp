@@ -67,3 +67,49 @@ TEST(Link, IntegratedTransfer) {
   // Does not fit before the window closes.
   EXPECT_FALSE(zo::integrated_transfer_end(ka, dist, 0.0, 5.0, bits, 0.5));
 }
+
+TEST(Link, LossesLowerTheSnrByTheirDecibels) {
+  zo::LinkPreset p = zo::LinkPreset::ka();
+  const double base = zo::to_db(zo::snr(p, 6406.9e3));
+  p.losses_db = 3.5;
+  EXPECT_NEAR(zo::to_db(zo::snr(p, 6406.9e3)), base - 3.5, 1e-9);
+}
+
+TEST(Link, MinimumSnrCutsTheLinkOff) {
+  zo::LinkPreset p = zo::LinkPreset::ka();
+  const double d = 31020e3;  // SNR -17.9 dB
+  EXPECT_GT(zo::rate_bps(p, d), 0.0);
+  p.min_snr_db = -17.0;
+  EXPECT_EQ(zo::rate_bps(p, d), 0.0);
+  EXPECT_TRUE(std::isinf(zo::transfer_time_s(p, 1000.0, d)));
+  EXPECT_NEAR(zo::transfer_time_s(p, 0.0, d), d / 3e8, 1e-12);  // nothing to send: just the flight time
+  EXPECT_GT(zo::rate_bps(p, 6406.9e3), 0.0);                      // -4.2 dB is above the cut
+}
+
+TEST(Link, DvbS2PicksTheMostEfficientModcodTheSnrAllows) {
+  const auto& t = zo::dvbs2_modcods();
+  ASSERT_EQ(t.size(), 28u);
+  for (std::size_t i = 1; i < t.size(); ++i) EXPECT_LE(t[i - 1].es_n0_db, t[i].es_n0_db);
+  EXPECT_STREQ(t.front().name, "QPSK 1/4");
+  EXPECT_STREQ(t.back().name, "32APSK 9/10");
+  zo::LinkPreset p = zo::LinkPreset::ka();
+  p.rate_model = zo::RateModel::DvbS2;
+  p.rolloff = 0.25;
+  // Put the SNR at a chosen value by the distance: SNR ~ 1/d^2.
+  const double d0 = 6406.9e3, s0 = zo::to_db(zo::snr(p, d0));
+  auto at = [&](double snr_db) { return d0 * std::pow(10.0, (s0 - snr_db) / 20.0); };
+  EXPECT_EQ(zo::dvbs2_modcod(p, at(-2.5)), nullptr);  // below QPSK 1/4
+  EXPECT_EQ(zo::rate_bps(p, at(-2.5)), 0.0);
+  EXPECT_STREQ(zo::dvbs2_modcod(p, at(-2.3))->name, "QPSK 1/4");
+  EXPECT_NEAR(zo::rate_bps(p, at(-2.3)), 500e6 / 1.25 * 0.490243, 1e-3);
+  EXPECT_STREQ(zo::dvbs2_modcod(p, at(5.6))->name, "8PSK 3/5");    // 1.780 b/sym beats QPSK 5/6
+  EXPECT_STREQ(zo::dvbs2_modcod(p, at(6.5))->name, "QPSK 9/10");   // 1.789 beats 8PSK 3/5
+  EXPECT_STREQ(zo::dvbs2_modcod(p, at(9.0))->name, "16APSK 2/3");  // 2.637 beats 8PSK 3/4 (2.228)
+  EXPECT_STREQ(zo::dvbs2_modcod(p, at(30.0))->name, "32APSK 9/10");
+  // The rate never exceeds Shannon's at the same SNR.
+  zo::LinkPreset sh = p;
+  sh.rate_model = zo::RateModel::Shannon;
+  for (double snr = -2.0; snr < 20.0; snr += 0.25) EXPECT_LT(zo::rate_bps(p, at(snr)), zo::rate_bps(sh, at(snr)));
+  EXPECT_EQ(zo::parse_rate_model("dvbs2"), zo::RateModel::DvbS2);
+  EXPECT_THROW(zo::parse_rate_model("dvb-s2"), zen::Error);
+}

@@ -173,15 +173,23 @@ int cmd_links(const ScenarioArgs& a, double bits) {
     links.push_back({"server " + srv.name + " bound", bound});
     if (worst > 0.0) links.push_back({"server " + srv.name + " worst", worst});
   }
-  for (const std::string& name : zo::LinkPreset::names()) {
-    const zo::LinkPreset lp = zo::LinkPreset::named(name);
-    std::printf("\nPreset %s: f=%.3g GHz, B=%.3g MHz, P=%.3g W, G=%.4g/%.4g (%.2f dBi), T=%.1f K\n", name.c_str(),
-                lp.frequency_hz / 1e9, lp.bandwidth_hz / 1e6, lp.tx_power_w, lp.gain_tx, lp.gain_rx,
-                zo::to_db(lp.gain_tx), lp.noise_temp_k);
-    std::printf("  %-28s %12s %10s %14s %12s\n", "link", "dist_km", "snr_db", "rate_Mbps", "time_s");
+  std::vector<std::pair<std::string, zo::LinkPreset>> budgets;
+  for (const std::string& name : zo::LinkPreset::names()) budgets.push_back({"Preset " + name, zo::LinkPreset::named(name)});
+  if (sc.isl_link) budgets.push_back({"Scenario link isl", *sc.isl_link});
+  if (sc.server_link) budgets.push_back({"Scenario link server", *sc.server_link});
+  for (const auto& [title, lp] : budgets) {
+    std::printf("\n%s: f=%.3g GHz, B=%.3g MHz, P=%.3g W, G=%.4g/%.4g (%.2f/%.2f dBi), T=%.1f K, losses %.2f dB, rate %s",
+                title.c_str(), lp.frequency_hz / 1e9, lp.bandwidth_hz / 1e6, lp.tx_power_w, lp.gain_tx, lp.gain_rx,
+                zo::to_db(lp.gain_tx), zo::to_db(lp.gain_rx), lp.noise_temp_k, lp.losses_db,
+                zo::rate_model_name(lp.rate_model));
+    if (lp.min_snr_db > -1e299) std::printf(", min SNR %.2f dB", lp.min_snr_db);
+    std::printf("\n  %-28s %12s %10s %14s %12s %s\n", "link", "dist_km", "snr_db", "rate_Mbps", "time_s",
+                lp.rate_model == zo::RateModel::DvbS2 ? "modcod" : "");
     for (const auto& [label, d] : links) {
-      std::printf("  %-28s %12.1f %10.2f %14.6f %12.6f\n", label.c_str(), d / 1e3, zo::to_db(zo::snr(lp, d)),
-                  zo::rate_bps(lp, d) / 1e6, zo::transfer_time_s(lp, bits, d));
+      const zo::Modcod* m = lp.rate_model == zo::RateModel::DvbS2 ? zo::dvbs2_modcod(lp, d) : nullptr;
+      std::printf("  %-28s %12.1f %10.2f %14.6f %12.6f %s\n", label.c_str(), d / 1e3, zo::to_db(zo::snr(lp, d)),
+                  zo::rate_bps(lp, d) / 1e6, zo::transfer_time_s(lp, bits, d),
+                  lp.rate_model != zo::RateModel::DvbS2 ? "" : (m ? m->name : "none"));
     }
   }
   return 0;
@@ -543,7 +551,9 @@ int main(int argc, char** argv) {
   auto* fl = app.add_subcommand("fl", "federated learning over the constellation (baseline | ring | ring-async)");
   add_fl_options(fl, fa);
   fl->add_option("--scheme,--schemes", fa.schemes, "scheme(s), comma-separated: baseline, ring, ring-async")->capture_default_str();
-  fl->add_option("--preset", fa.cfg.preset, "link preset ka or s")->check(CLI::IsMember({"ka", "s"}))->capture_default_str();
+  fl->add_option("--preset", fa.cfg.preset, "link preset: ka, s, or scenario (the scenario's own link budgets)")
+      ->check(CLI::IsMember({"ka", "s", "scenario"}))
+      ->capture_default_str();
 
   FlArgs cmpa;
   cmpa.schemes = "baseline,ring";
@@ -553,7 +563,9 @@ int main(int argc, char** argv) {
   auto* compare = app.add_subcommand("compare", "run baseline and ring; print speed-ups and server-traffic ratio");
   add_fl_options(compare, cmpa);
   compare->add_option("--schemes,--scheme", cmpa.schemes, "schemes, the first is the reference")->capture_default_str();
-  compare->add_option("--presets,--preset", cmpa.presets, "link presets, comma-separated")->capture_default_str();
+  compare->add_option("--presets,--preset", cmpa.presets,
+                      "link presets, comma-separated: ka, s, scenario (the scenario's own link budgets)")
+      ->capture_default_str();
   compare->add_option("--sweep-gflops", cmpa.sweep_gflops,
                       "also print each scheme's round time and the speed-up with training times from the compute "
                       "model at these on-board throughputs [GFLOP/s] (timing only)")

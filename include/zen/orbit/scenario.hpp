@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "zen/orbit/link.hpp"
 #include "zen/orbit/orbit.hpp"
 
 namespace zen::orbit {
@@ -72,6 +73,9 @@ struct Scenario {
   double gmst0_rad = 0.0;             ///< theta0 of theta(t) = theta0 + omega_E t
   double elevation_mask_deg = 10.0;   ///< ground-station minimum elevation
   double atmosphere_margin_m = 0.0;   ///< line of sight must clear r_E + margin (sat-sat links)
+  /// Link budgets of the scenario (JSON "links": {"isl": {...}, "server": {...}}, docs/orbit.md);
+  /// the FL timing uses them with the link preset "scenario".
+  std::optional<LinkPreset> isl_link, server_link;
 
   /// Built-in names: reference, reference-star, bremen, northpole, starlink.
   static std::vector<std::string> builtin_names();

@@ -160,7 +160,7 @@ Schedule Experiment::schedule(const std::string& scheme, const std::string& pres
 
 Schedule Experiment::schedule_with(TimingConfig tc, const std::string& scheme, const std::string& preset, int rounds,
                                    double* horizon_s) {
-  tc.preset = orbit::LinkPreset::named(preset);
+  tc.set_links(preset, sc_);
   double days = std::max(cfg_.initial_days, plan_ ? plan_->horizon_s() / 86400.0 : 0.0);
   for (;;) {
     const orbit::ContactPlan& plan = plan_for(days * 86400.0);

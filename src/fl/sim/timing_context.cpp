@@ -90,6 +90,11 @@ TimingContext::TimingContext(const orbit::Scenario& sc, const orbit::ContactPlan
     ZEN_ENFORCE(!ri.uniform || ri.sats < 2 || ri.feasible,
                 "timing: the ISL ring of plane " + std::to_string(p) + " is blocked by the Earth (chord clearance " +
                     std::to_string(ri.chord_clearance_m / 1e3) + " km)");
+    ZEN_ENFORCE(!ri.uniform || ri.sats < 2 || orbit::rate_bps(cfg_.isl_link, ri.neighbour_distance_m) > 0,
+                "timing: the ISL link budget '" + cfg_.isl_link.name + "' carries nothing over plane " +
+                    std::to_string(p) + "'s " + std::to_string(ri.neighbour_distance_m / 1e3) + " km chord (SNR " +
+                    std::to_string(orbit::to_db(orbit::snr(cfg_.isl_link, ri.neighbour_distance_m))) +
+                    " dB below its minimum)");
   }
   node_fail_.assign(static_cast<std::size_t>(K), kInf);
   for (const Fault& f : cfg_.faults) {
@@ -118,7 +123,7 @@ uint64_t TimingContext::aggregate_bytes(std::size_t members) const noexcept {
 
 double TimingContext::isl_time(int a, int b, double t, uint64_t bytes) const {
   const double d = (geo_.sat_position(a, t) - geo_.sat_position(b, t)).norm();
-  return orbit::transfer_time_s(cfg_.preset, 8.0 * static_cast<double>(bytes), d);
+  return orbit::transfer_time_s(cfg_.isl_link, 8.0 * static_cast<double>(bytes), d);
 }
 
 double train_flops_per_sample(std::size_t params) noexcept { return 6.0 * static_cast<double>(params); }
@@ -139,6 +144,17 @@ std::vector<double> compute_train_times(const ComputeModel& m, const std::vector
   return t;
 }
 
+void TimingConfig::set_links(const std::string& preset, const orbit::Scenario& sc) {
+  if (preset == "scenario") {
+    ZEN_ENFORCE(sc.isl_link && sc.server_link, "link preset 'scenario': scenario '" + sc.name +
+                                                   "' has no link budget (JSON \"links\": {\"isl\", \"server\"})");
+    isl_link = *sc.isl_link;
+    server_link = *sc.server_link;
+    return;
+  }
+  isl_link = server_link = orbit::LinkPreset::named(preset);
+}
+
 double TimingContext::train_time(int sat) const {
   return cfg_.train_s_per_sat.empty() ? cfg_.train_s : cfg_.train_s_per_sat.at(static_cast<std::size_t>(sat));
 }
@@ -154,7 +170,10 @@ bool TimingContext::link_alive(int a, int b, double t) const { return link_alive
 
 bool TimingContext::link_alive_known(int a, int b, double t, double known_s) const {
   const int plane = sc_.satellites.at(static_cast<std::size_t>(a)).plane;
-  if (!ring_uniform_.at(static_cast<std::size_t>(plane)) && !geo_.sat_sat_visible(a, b, t)) return false;
+  if (!ring_uniform_.at(static_cast<std::size_t>(plane)) &&
+      (!geo_.sat_sat_visible(a, b, t) ||
+       orbit::rate_bps(cfg_.isl_link, (geo_.sat_position(a, t) - geo_.sat_position(b, t)).norm()) <= 0))
+    return false;
   for (const Fault& f : cfg_.faults) {
     if (f.kind != Fault::Kind::Link || f.time_s > known_s || t < f.time_s) continue;
     if ((f.sat == a && f.sat2 == b) || (f.sat == b && f.sat2 == a)) return false;
@@ -165,7 +184,7 @@ bool TimingContext::link_alive_known(int a, int b, double t, double known_s) con
 std::optional<orbit::Contact> TimingContext::try_contact(int sat, double t, uint64_t bytes) const {
   const double bits = 8.0 * static_cast<double>(bytes);
   return plan_.first_window(sat, t, [&](const orbit::Window& w, double start) {
-    return orbit::window_integrated_transfer_end(cfg_.preset, geo_, w, start, bits);
+    return orbit::window_integrated_transfer_end(cfg_.server_link, geo_, w, start, bits);
   });
 }
 

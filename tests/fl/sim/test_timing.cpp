@@ -142,7 +142,7 @@ double reference_ring_orbit(const TimingContext& ctx, int plane, double T0, int*
   const int si = static_cast<int>(std::find(ring.begin(), ring.end(), src->sat) - ring.begin());
   // A uniform ring: every hop has the same length; the time depends on what it carries.
   const double chord = orbit::ring_chord(reference().satellites[ring[0]].orbit.radius_m(), S);
-  auto hop = [&](uint64_t bytes) { return orbit::transfer_time_s(ctx.config().preset, 8.0 * bytes, chord); };
+  auto hop = [&](uint64_t bytes) { return orbit::transfer_time_s(ctx.config().isl_link, 8.0 * bytes, chord); };
   const double tI = hop(ctx.model_bytes()), tA = ctx.config().isl_agg_s;
   std::vector<double> fin(S);
   for (int j = 0; j < S; ++j) fin[j] = src->completion_s + tI * orbit::ring_hops(j, si, S) + 60.0;
@@ -215,7 +215,7 @@ TEST(Ring, SpeedUpOverBaselineWithKaIsBetween20And40) {
 
 TEST(Ring, SPresetIsSlowerButStillFaster) {
   TimingConfig cfg;
-  cfg.preset = orbit::LinkPreset::s();
+  cfg.set_links("s", reference());
   const TimingContext ctx(reference(), reference_plan(), cfg);
   EXPECT_NEAR(ctx.isl_time(ctx.ring(0)[0], ctx.ring(0)[1], 0.0, ctx.model_bytes()), 1.44, 0.05);  // orbit-fl.md §3
   const Schedule b = simulate_baseline(ctx, 4);
@@ -223,6 +223,32 @@ TEST(Ring, SPresetIsSlowerButStillFaster) {
   EXPECT_GT(r.mean_update_interval_s(), 60.0 + 2 * 4 * 1.4);
   EXPECT_GT(b.mean_update_interval_s() / r.mean_update_interval_s(), 5.0);
   for (const auto& u : r.updates) EXPECT_EQ(u.ps_transfers, 10);
+}
+
+// --preset scenario: the scenario's own link budgets drive the timing; a budget that cannot carry
+// the ISL chord is refused with the numbers.
+TEST(Ring, ScenarioLinkBudgetsDriveTheTiming) {
+  orbit::Scenario sc = reference();
+  orbit::LinkPreset isl = orbit::LinkPreset::ka();
+  isl.rate_model = orbit::RateModel::DvbS2;
+  isl.gain_tx = isl.gain_rx = orbit::from_db(35.0);  // +2.9 dB each end: the 6407 km chord gets ~1.6 dB
+  orbit::LinkPreset server = orbit::LinkPreset::ka();
+  sc.isl_link = isl;
+  sc.server_link = server;
+  TimingConfig cfg;
+  cfg.set_links("scenario", sc);
+  const TimingContext ctx(sc, reference_plan(), cfg);
+  const std::vector<int>& ring = ctx.ring(0);
+  const double chord = orbit::ring_chord(sc.satellites[ring[0]].orbit.radius_m(), 8);
+  EXPECT_STREQ(orbit::dvbs2_modcod(isl, chord)->name, "QPSK 1/2");
+  EXPECT_NEAR(ctx.isl_time(ring[0], ring[1], 0.0, ctx.model_bytes()),
+              8.0 * ctx.model_bytes() / (500e6 / 1.2 * 0.988858) + chord / 3e8, 1e-9);
+  const Schedule s = simulate_ring(ctx, 1);
+  EXPECT_EQ(s.updates.at(0).members, test::all_clients(40));
+  sc.isl_link->gain_tx = sc.isl_link->gain_rx = 1633.0;  // -4.2 dB: below every MODCOD
+  cfg.set_links("scenario", sc);
+  EXPECT_THROW(TimingContext(sc, reference_plan(), cfg), Error);
+  EXPECT_THROW(cfg.set_links("scenario", reference()), Error);  // no budget in the scenario
 }
 
 TEST(Ring, EventsAreCausalPerSatellite) {

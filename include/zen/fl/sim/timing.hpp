@@ -44,7 +44,10 @@ Fault parse_fault(const std::string& text);
 std::string fault_to_string(const Fault& f);
 
 struct TimingConfig {
-  orbit::LinkPreset preset = orbit::LinkPreset::ka();
+  orbit::LinkPreset isl_link = orbit::LinkPreset::ka();     ///< satellite-satellite links
+  orbit::LinkPreset server_link = orbit::LinkPreset::ka();  ///< satellite-server links
+  /// Both links from a preset name: ka | s, or "scenario" for the scenario's own link budgets.
+  void set_links(const std::string& preset, const orbit::Scenario& sc);
   std::size_t model_params = 7850;  ///< parameters of the model (float32 on the wire, wire.hpp)
   double train_s = 60.0;              ///< on-board training time per round (all satellites)
   std::vector<double> train_s_per_sat;  ///< overrides train_s when non-empty (size K)
