@@ -239,13 +239,21 @@ ServerNode parse_server(const std::string& spec) {
 }
 
 std::vector<std::string> Scenario::builtin_names() {
-  return {"reference", "reference-star", "bremen", "northpole", "starlink"};
+  return {"reference", "reference-star", "bremen", "northpole", "starlink", "razmi2022"};
 }
 
 Scenario Scenario::named(const std::string& name) {
   Scenario sc;
   sc.name = name;
-  if (name == "reference" || name == "reference-star" || name == "bremen" || name == "northpole") {
+  if (name == "razmi2022") {
+    // Razmi et al., ICC 2022 (arXiv 2111.12769), as its authors' simulator sets it up: the reference
+    // constellation and MEO server at the simulator's epoch, Ka links on both ISLs and server links.
+    sc.walker = reference_walker(false);
+    sc.satellites = make_walker(*sc.walker);
+    sc.servers.push_back(meo_server());
+    sc.isl_link = LinkPreset::ka();
+    sc.server_link = LinkPreset::ka();
+  } else if (name == "reference" || name == "reference-star" || name == "bremen" || name == "northpole") {
     sc.walker = reference_walker(name == "reference-star");
     sc.satellites = make_walker(*sc.walker);
     if (name == "bremen") {

@@ -17,6 +17,11 @@ acc_loop=$(grep -o "final_acc=[0-9.]*" "$tmp/loop.txt")
   --sweep-gflops 0.001,1 >"$tmp/cmp.txt"
 grep -q "train time work (mean" "$tmp/cmp.txt" || { echo "compare did not report work-based training"; cat "$tmp/cmp.txt"; exit 1; }
 [ "$(grep -cE '^\| (0.001|1) \|' "$tmp/cmp.txt")" = 2 ] || { echo "compute sweep rows missing"; cat "$tmp/cmp.txt"; exit 1; }
+# The paper's scenario brings its settings and prints the published figures next to the run's.
+"$bin" compare --scenario razmi2022 --data-dir "$data" --rounds 2 >"$tmp/paper.txt"
+grep -q "published: 29x training-time speed-up, 8x fewer server transfers" "$tmp/paper.txt" &&
+  grep -q "this run, ring vs baseline (preset scenario)" "$tmp/paper.txt" &&
+  grep -q "^| ring | " "$tmp/paper.txt" || { echo "razmi2022 compare output incomplete"; cat "$tmp/paper.txt"; exit 1; }
 if [ -n "$mpiexec" ]; then
   "$mpiexec" -n 3 "$bin" "${args[@]}" --backend mpi --out "$tmp/mpi" >"$tmp/mpi.txt"
   acc_mpi=$(grep -o "final_acc=[0-9.]*" "$tmp/mpi.txt")

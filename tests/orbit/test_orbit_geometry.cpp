@@ -270,6 +270,20 @@ TEST(Scenario, LinkBudgetsFromJsonRoundTrip) {
   }
 }
 
+TEST(Scenario, Razmi2022IsTheReferenceWithItsKaLinkBudget) {
+  const zo::Scenario r = zo::Scenario::named("razmi2022");
+  const zo::Scenario ref = zo::Scenario::named("reference");
+  ASSERT_EQ(r.num_satellites(), 40);
+  EXPECT_EQ(r.planes, 5);
+  for (int k = 0; k < 40; ++k) EXPECT_EQ(r.satellites[k].orbit.arg_lat_rad, ref.satellites[k].orbit.arg_lat_rad);
+  ASSERT_EQ(r.servers.size(), 1u);
+  EXPECT_EQ(r.servers[0].name, "meo");
+  ASSERT_TRUE(r.isl_link && r.server_link);
+  EXPECT_EQ(r.isl_link->frequency_hz, 20e9);
+  EXPECT_EQ(r.server_link->gain_tx, 1633.0);
+  EXPECT_EQ(r.epoch_utc, "2021-10-24T14:58:51Z");
+}
+
 TEST(Scenario, ServerSpecsFromTheCommandLine) {
   EXPECT_EQ(zo::parse_server("meo").kind, zo::ServerNode::Kind::Satellite);
   EXPECT_EQ(zo::parse_server("bremen").station.lat_deg, 53.0);

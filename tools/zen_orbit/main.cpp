@@ -20,6 +20,7 @@
 #include "zen/comm/mpi.hpp"
 #endif
 #include "zen/fl/sim/experiment.hpp"
+#include "zen/fl/sim/paper.hpp"
 #include "zen/fl/sim/wire.hpp"
 #include "zen/fl/sim/loopback_runner.hpp"
 #include "zen/orbit/contact.hpp"
@@ -487,6 +488,25 @@ int cmd_compare(FlArgs& a) {
                   b.ps_transfers_per_round / r.ps_transfers_per_round, r.isl_transfers_per_round, r.final_accuracy);
     }
     std::printf("\n");
+    if (const zs::PaperSetup* paper = a.cfg.scenario_file.empty() ? zs::paper_setup(a.cfg.scenario) : nullptr) {
+      std::printf("paper: %s\n  published: %.0fx training-time speed-up, %.0fx fewer server transfers\n",
+                  paper->citation.c_str(), paper->speedup, paper->ps_traffic_reduction);
+      for (std::size_t i = first + 1; i < runs.size(); ++i) {
+        const zs::RunResult& r = runs[i];
+        char su[64] = "target not reached";
+        if (r.time_to_target_s > 0 && b.time_to_target_s > 0)
+          std::snprintf(su, sizeof(su), "%.2fx to %.2f accuracy", b.time_to_target_s / r.time_to_target_s,
+                        a.cfg.target_acc);
+        std::printf("  this run, %s vs %s (preset %s): %s, %.2fx per round, %.2fx fewer server transfers\n",
+                    r.scheme.c_str(), b.scheme.c_str(), preset.c_str(), su, b.mean_round_s / r.mean_round_s,
+                    b.ps_transfers_per_round / r.ps_transfers_per_round);
+      }
+      std::printf("  as the paper / its authors' simulator set it up:\n");
+      for (const auto& s : paper->stated) std::printf("    - %s\n", s.c_str());
+      std::printf("  where the paper is silent, chosen here:\n");
+      for (const auto& s : paper->chosen) std::printf("    - %s\n", s.c_str());
+      std::printf("  why the figures differ: docs/fl-orbit.md, section \"The paper's number\"\n\n");
+    }
     if (!a.sweep_gflops.empty()) {
       const int rounds = b.rounds;
       std::printf("on-board compute sweep, preset %s, %d rounds, timing only (training = samples x epochs x 6 x %zu "
@@ -571,6 +591,20 @@ int main(int argc, char** argv) {
                       "model at these on-board throughputs [GFLOP/s] (timing only)")
       ->delimiter(',');
 
+  // A paper's named scenario (e.g. razmi2022) brings its FL settings as defaults; options given on
+  // the command line still override them (CLI11 writes only the options it parses).
+  for (int i = 1; i < argc; ++i) {
+    std::string v;
+    const std::string arg = argv[i];
+    if (arg == "--scenario" && i + 1 < argc) v = argv[i + 1];
+    else if (arg.rfind("--scenario=", 0) == 0) v = arg.substr(11);
+    if (const zs::PaperSetup* p = v.empty() ? nullptr : zs::paper_setup(v)) {
+      zs::apply_paper_setup(*p, fa.cfg);
+      zs::apply_paper_setup(*p, cmpa.cfg);
+      fa.cfg.preset = "scenario";
+      cmpa.presets = p->presets;
+    }
+  }
   CLI11_PARSE(app, argc, argv);
   try {
     if (windows->parsed()) return cmd_windows(wa, out);

@@ -77,7 +77,7 @@ struct Scenario {
   /// the FL timing uses them with the link preset "scenario".
   std::optional<LinkPreset> isl_link, server_link;
 
-  /// Built-in names: reference, reference-star, bremen, northpole, starlink.
+  /// Built-in names: reference, reference-star, bremen, northpole, starlink, razmi2022.
   static std::vector<std::string> builtin_names();
   /// Built-in scenario by name (propagator two-body); throws zen::Error for an unknown name.
   static Scenario named(const std::string& name);

@@ -13,6 +13,7 @@
 #include "sim_test_util.hpp"
 #include "zen/fl/sim/experiment.hpp"
 #include "zen/fl/sim/loopback_runner.hpp"
+#include "zen/fl/sim/paper.hpp"
 #include "zen/fl/sim/wire.hpp"
 
 namespace zen::fl::sim {
@@ -256,6 +257,33 @@ TEST(Experiment, WorkBasedTrainingTimesAndTheComputeSweep) {
   }
   cfg.train_time = "fast";
   EXPECT_THROW(Experiment bad(cfg), Error);
+}
+
+// The paper's named scenario: its settings, its published figures, and a run on its link budget.
+TEST(Experiment, Razmi2022SetupRunsOnItsOwnLinkBudget) {
+  EXPECT_EQ(paper_setup("reference"), nullptr);
+  const PaperSetup* p = paper_setup("razmi2022");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->speedup, 29.0);
+  EXPECT_EQ(p->ps_traffic_reduction, 8.0);
+  EXPECT_FALSE(p->stated.empty());
+  EXPECT_FALSE(p->chosen.empty());
+  ExperimentConfig cfg;
+  cfg.lr = 0.5;
+  apply_paper_setup(*p, cfg);
+  EXPECT_EQ(cfg.scenario, "razmi2022");
+  EXPECT_NEAR(cfg.lr, 0.1, 1e-7);  // a float field
+  EXPECT_EQ(cfg.batch, 10);
+  EXPECT_EQ(cfg.epochs, 1);
+  EXPECT_EQ(cfg.model, "logreg");
+  EXPECT_EQ(cfg.train_time, "60");
+  cfg.data_dir = ZEN_FL_TINY_DIR;
+  cfg.rounds = 1;
+  cfg.learn = loopback_runner();
+  Experiment ex(cfg);
+  const RunResult r = ex.run("ring", "scenario");
+  EXPECT_EQ(r.ps_transfers_per_round, 10.0);
+  EXPECT_NEAR(r.mean_round_s, 60.3, 0.5);
 }
 
 TEST(Experiment, RealFashionMnistReachesEightyPercentUnderBothSchemes) {
