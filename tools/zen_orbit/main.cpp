@@ -375,7 +375,12 @@ void add_fl_options(CLI::App* app, FlArgs& a) {
   app->add_option("--train-scale", c.train_scale, "measured training: simulated s = measured wall s * factor")
       ->capture_default_str();
   app->add_option("--fault", a.faults, "sat:ID@T | link:A-B@T | miss:ID@T (repeatable)");
-  app->add_option("--staleness", c.staleness_exponent, "ring-async staleness exponent a, s = (1+tau)^-a")
+  app->add_option("--staleness", c.staleness_exponent, "ring-async / fedasync staleness exponent a, s = (1+tau)^-a")
+      ->capture_default_str();
+  app->add_option("--mixing", c.fedasync_mixing, "fedasync: w <- (1 - a_t) w + a_t w_k with a_t = MIXING s(tau)")
+      ->capture_default_str();
+  app->add_option("--deadline", c.round_deadline_s,
+                  "baseline-deadline: uploads must complete within this many seconds of the round start")
       ->capture_default_str();
   app->add_option("--days", c.initial_days, "initial contact-plan horizon (doubled as needed)")->capture_default_str();
   app->add_option("--ranks", a.ranks, "loopback ranks (0: one per satellite + server up to 64 satellites, else 16)");
@@ -474,7 +479,7 @@ int cmd_compare(FlArgs& a) {
     }
     const zs::RunResult& b = runs[first];
     std::printf("\npreset %s (vs %s)\n", preset.c_str(), b.scheme.c_str());
-    std::printf("| scheme | round [s] (async: per P updates) | speed-up/round | time to %.2f [s] | speed-up to target | server transfers/round | traffic ratio | ISL transfers/round | final acc |\n",
+    std::printf("| scheme | round [s] (async: per iteration of every orbit / satellite) | speed-up/round | time to %.2f [s] | speed-up to target | server transfers/round | traffic ratio | ISL transfers/round | final acc |\n",
                 a.cfg.target_acc);
     std::printf("|---|---|---|---|---|---|---|---|---|\n");
     for (std::size_t i = first; i < runs.size(); ++i) {
@@ -570,7 +575,9 @@ int main(int argc, char** argv) {
   fa.schemes = "ring";
   auto* fl = app.add_subcommand("fl", "federated learning over the constellation (baseline | ring | ring-async)");
   add_fl_options(fl, fa);
-  fl->add_option("--scheme,--schemes", fa.schemes, "scheme(s), comma-separated: baseline, ring, ring-async")->capture_default_str();
+  fl->add_option("--scheme,--schemes", fa.schemes,
+                 "scheme(s), comma-separated: baseline, baseline-deadline, fedasync, ring, ring-async")
+      ->capture_default_str();
   fl->add_option("--preset", fa.cfg.preset, "link preset: ka, s, or scenario (the scenario's own link budgets)")
       ->check(CLI::IsMember({"ka", "s", "scenario"}))
       ->capture_default_str();
@@ -580,7 +587,7 @@ int main(int argc, char** argv) {
   cmpa.presets = "ka,s";
   cmpa.cfg.target_acc = 0.80;
   cmpa.cfg.rounds = 20;
-  auto* compare = app.add_subcommand("compare", "run baseline and ring; print speed-ups and server-traffic ratio");
+  auto* compare = app.add_subcommand("compare", "run several schemes; print speed-ups and server-traffic ratios");
   add_fl_options(compare, cmpa);
   compare->add_option("--schemes,--scheme", cmpa.schemes, "schemes, the first is the reference")->capture_default_str();
   compare->add_option("--presets,--preset", cmpa.presets,

@@ -94,6 +94,8 @@ Experiment::Experiment(ExperimentConfig cfg) : cfg_(std::move(cfg)), sc_(make_sc
   timing_.model_params = fed_->global().num_params();
   timing_.faults = cfg_.faults;
   timing_.staleness_exponent = cfg_.staleness_exponent;
+  timing_.fedasync_mixing = cfg_.fedasync_mixing;
+  timing_.round_deadline_s = cfg_.round_deadline_s;
   if (cfg_.train_time == "work") {
     timing_.train_s_per_sat = work_train_times(cfg_.onboard_gflops);
   } else if (cfg_.train_time == "measured") {

@@ -228,6 +228,7 @@ class RankRunner {
                    "server: aggregate from " + actor_name(e.from) + " carries sum D_k = " + std::to_string(agg.weight) +
                        " but its " + std::to_string(agg.members.size()) + " clients hold " + std::to_string(expect));
     if (s_.scheme == "ring-async") incoming_[e.orbit].merge(agg);
+    else if (s_.scheme == "fedasync") incoming_[e.from].merge(agg);
     else round_acc_.merge(agg);  // throws when a client would be counted twice
   }
 
@@ -245,7 +246,19 @@ class RankRunner {
   }
 
   void server_update(const Event& e) {
-    if (s_.scheme == "ring-async") {
+    if (s_.scheme == "fedasync") {
+      // w <- (1 - a_t) w + a_t w_k with the schedule's staleness-weighted a_t.
+      ZEN_CHECK_CODE(e.members.size() == 1 && e.mix > 0 && e.mix <= 1, Result::InternalError,
+                     "server: fedasync update " + std::to_string(e.version) + " must mix one client with a_t in (0, 1]");
+      const auto it = incoming_.find(e.members[0]);
+      ZEN_CHECK_CODE(it != incoming_.end() && it->second.members == e.members, Result::InternalError,
+                     "server: fedasync update " + std::to_string(e.version) + " has no upload from satellite " +
+                         std::to_string(e.members[0]));
+      const std::vector<float> w = it->second.finalize();
+      incoming_.erase(it);
+      for (std::size_t i = 0; i < global_.size(); ++i)
+        global_[i] = static_cast<float>((1.0 - e.mix) * global_[i] + e.mix * static_cast<double>(w[i]));
+    } else if (s_.scheme == "ring-async") {
       PartialAggregate& in = incoming_[e.orbit];
       ZEN_CHECK_CODE(in.members == e.members, Result::InternalError,
                      "server: orbit " + std::to_string(e.orbit) + " delivered " + std::to_string(in.members.size()) +

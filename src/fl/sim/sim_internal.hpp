@@ -1,5 +1,6 @@
 #pragma once
 // Internal helpers shared by the scheme simulators (not installed).
+#include <optional>
 #include <vector>
 
 #include "zen/fl/sim/timing.hpp"
@@ -26,6 +27,17 @@ struct OrbitRound {
 /// docs/fl-orbit.md). Throws HorizonExceeded when a contact falls past the plan.
 OrbitRound ring_orbit_round(const TimingContext& ctx, int plane, double T0, int round, int version,
                             MissTracker& miss);
+
+/// One satellite's download, training and upload without ISLs from T0 (orbit-fl.md §5): download at
+/// the first feasible contact, train, upload at the next one (a missed window retries at the next).
+struct DirectCycle {
+  std::vector<Event> events;
+  std::optional<double> trained_s;  ///< training done
+  std::optional<double> done_s;     ///< upload delivered
+  bool skipped = false;             ///< dead before training finished
+  bool lost = false;                ///< died holding its trained update
+};
+DirectCycle direct_cycle(const TimingContext& ctx, int k, double T0, int round, int version, MissTracker& miss);
 
 /// Sorts events by start time (stable), assigns ids, attributes transfer counts to the updates.
 void finalize_schedule(Schedule& s);

@@ -224,13 +224,17 @@ bool MissTracker::misses(int sat, double start_s) {
   return false;
 }
 
-std::vector<std::string> scheme_names() { return {"baseline", "ring", "ring-async"}; }
+std::vector<std::string> scheme_names() { return {"baseline", "baseline-deadline", "fedasync", "ring", "ring-async"}; }
 
 Schedule simulate(const std::string& scheme, const TimingContext& ctx, int rounds) {
   if (scheme == "baseline") return simulate_baseline(ctx, rounds);
   if (scheme == "ring") return simulate_ring(ctx, rounds);
   if (scheme == "ring-async") return simulate_ring_async(ctx, rounds);
-  ZEN_THROW(Result::InvalidArgument, "unknown scheme '" + scheme + "' (baseline, ring, ring-async)");
+  if (scheme == "baseline-deadline") return simulate_baseline_deadline(ctx, rounds);
+  if (scheme == "fedasync") return simulate_fedasync(ctx, rounds);
+  std::string all;
+  for (const auto& n : scheme_names()) all += (all.empty() ? "" : ", ") + n;
+  ZEN_THROW(Result::InvalidArgument, "unknown scheme '" + scheme + "' (" + all + ")");
 }
 
 }  // namespace zen::fl::sim

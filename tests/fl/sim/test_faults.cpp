@@ -248,6 +248,22 @@ void expect_fedavg_over_survivors(const Schedule& s, const std::set<int>& dead) 
   }
 }
 
+TEST(Faults, FedAsyncAndDeadlineBaselineSurviveFaults) {
+  TimingConfig cfg;
+  cfg.faults = {Fault::satellite(5, 3000.0), Fault::missed_upload(12, 0.0)};
+  cfg.round_deadline_s = 1500.0;
+  const TimingContext ctx(reference(), reference_plan(), cfg);
+  for (const std::string scheme : {"fedasync", "baseline-deadline"}) {
+    const Schedule s = simulate(scheme, ctx, 3);
+    for (const Event& e : s.events)
+      if (e.from == 5 || e.to == 5) EXPECT_LT(e.start_s, 3000.0) << scheme << " event " << e.id;
+    int failed = 0;
+    for (const Event& e : s.events) failed += e.failed && e.from == 12;
+    EXPECT_LE(failed, 1) << scheme;
+    replay(s, 5);
+  }
+}
+
 TEST(FaultsFinalModel, DeadSatelliteRing) {
   expect_fedavg_over_survivors(ring_with({Fault::satellite(3, 0.0)}), {3});
 }

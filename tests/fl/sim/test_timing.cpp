@@ -251,6 +251,97 @@ TEST(Ring, ScenarioLinkBudgetsDriveTheTiming) {
   EXPECT_THROW(cfg.set_links("scenario", reference()), Error);  // no budget in the scenario
 }
 
+// The deadline baseline: exactly the satellites whose own download-train-upload cycle completes by
+// T0 + deadline take part; the others sit the round out without a transfer.
+TEST(BaselineDeadline, StragglersSitTheRoundOut) {
+  TimingConfig cfg;
+  cfg.round_deadline_s = 900.0;
+  const TimingContext ctx(reference(), reference_plan(), cfg);
+  const Schedule s = simulate_baseline_deadline(ctx, 3);
+  ASSERT_EQ(s.updates.size(), 3u);
+  double T0 = 0.0;
+  int dropped = 0;
+  for (const UpdateRecord& u : s.updates) {
+    std::vector<int> expect;
+    double last = T0;
+    for (int k = 0; k < 40; ++k) {
+      const auto dl = ctx.try_contact(k, T0, ctx.model_bytes());
+      const auto up = ctx.try_contact(k, dl->completion_s + 60.0, ctx.aggregate_bytes(1));
+      if (up->completion_s <= T0 + 900.0) {
+        expect.push_back(k);
+        last = std::max(last, up->completion_s);
+      }
+    }
+    EXPECT_EQ(u.members, expect) << "round " << u.round;
+    EXPECT_EQ(u.ps_transfers, 2 * static_cast<int>(expect.size()));
+    EXPECT_NEAR(u.time_s, last + 0.15e-3, 1e-9);
+    EXPECT_LE(u.time_s, T0 + 900.0 + 0.15e-3);
+    for (const Event& e : s.events)
+      if (e.round == u.round && e.is_transfer()) {
+        const int sat = e.from == kServer ? e.to : e.from;
+        EXPECT_TRUE(std::binary_search(expect.begin(), expect.end(), sat)) << "straggler " << sat << " transferred";
+      }
+    dropped += 40 - static_cast<int>(expect.size());
+    T0 = u.time_s;
+  }
+  EXPECT_GT(dropped, 0);
+  EXPECT_EQ(static_cast<int>(s.skipped.size()), dropped);
+  // A deadline nobody misses is the plain baseline.
+  cfg.round_deadline_s = 1e9;
+  const TimingContext loose(reference(), reference_plan(), cfg);
+  const Schedule b = simulate_baseline(loose, 2), d = simulate_baseline_deadline(loose, 2);
+  ASSERT_EQ(b.events.size(), d.events.size());
+  for (std::size_t i = 0; i < b.events.size(); ++i) EXPECT_EQ(b.events[i].end_s, d.events[i].end_s);
+  cfg.round_deadline_s = 0.0;
+  EXPECT_THROW(simulate_baseline_deadline(TimingContext(reference(), reference_plan(), cfg), 1), Error);
+  cfg.round_deadline_s = 1.0;  // nobody can make it
+  EXPECT_THROW(simulate_baseline_deadline(TimingContext(reference(), reference_plan(), cfg), 1), Error);
+}
+
+// FedAsync: every satellite cycles on its own; one update per arrival with a_t = alpha (1 + tau)^-a,
+// tau = updates since the version the cycle downloaded.
+TEST(FedAsync, EveryArrivalIsOneStalenessWeightedUpdate) {
+  TimingConfig cfg;
+  cfg.fedasync_mixing = 0.6;
+  cfg.staleness_exponent = 0.5;
+  const TimingContext ctx(reference(), reference_plan(), cfg);
+  const Schedule s = simulate_fedasync(ctx, 3);
+  ASSERT_EQ(s.updates.size(), 120u);  // 3 cycles x 40 satellites
+  std::map<int, int> cycles;
+  for (std::size_t i = 0; i < s.updates.size(); ++i) {
+    const UpdateRecord& u = s.updates[i];
+    ASSERT_EQ(u.members.size(), 1u);
+    ++cycles[u.members[0]];
+    if (i) EXPECT_GE(u.time_s, s.updates[i - 1].time_s);
+  }
+  for (int k = 0; k < 40; ++k) EXPECT_EQ(cycles[k], 3) << k;
+  std::vector<double> times;
+  for (const auto& u : s.updates) times.push_back(u.time_s);
+  for (const Event& su : s.events) {
+    if (su.kind != EventKind::ServerUpdate) continue;
+    // The member's download of the same cycle: its version is the base b.
+    const Event* dl = nullptr;
+    for (const Event& e : s.events)
+      if (e.kind == EventKind::Download && e.to == su.members[0] && e.round == su.round) dl = &e;
+    ASSERT_NE(dl, nullptr);
+    const int b = static_cast<int>(std::upper_bound(times.begin(), times.end(), dl->start_s) - times.begin());
+    EXPECT_EQ(dl->version, b);
+    EXPECT_NEAR(su.mix, 0.6 / std::sqrt(1.0 + (su.version - 1 - b)), 1e-12) << su.version;
+  }
+  // Per satellite: download, train, upload, then the next download after that upload.
+  for (int k = 0; k < 40; ++k) {
+    double t = 0.0;
+    for (const Event& e : s.events) {
+      if (!e.is_transfer() && e.kind != EventKind::Train) continue;
+      if (e.from != k && e.to != k) continue;
+      EXPECT_GE(e.start_s, t - 1e-12) << "satellite " << k << " event " << e.id;
+      t = e.end_s;
+    }
+  }
+  cfg.fedasync_mixing = 0.0;
+  EXPECT_THROW(simulate_fedasync(TimingContext(reference(), reference_plan(), cfg), 1), Error);
+}
+
 TEST(Ring, EventsAreCausalPerSatellite) {
   const TimingContext ctx(reference(), reference_plan(), TimingConfig{});
   const Schedule s = simulate_ring(ctx, 2);

@@ -43,6 +43,8 @@ struct ExperimentConfig {
   double compute_spread = 0.0;    ///< work: per-satellite throughput spread, uniform in [1 -+ spread]
   std::vector<Fault> faults;
   double staleness_exponent = 0.5;
+  double fedasync_mixing = 0.5;   ///< fedasync: alpha of a_t = alpha (1 + tau)^-a
+  double round_deadline_s = 1200.0;  ///< baseline-deadline
   double initial_days = 1.0;      ///< first prediction horizon (doubled until the schedule fits)
   LearnRunner learn;              ///< runs the learner (required): on_communicator(comm), loopback_runner(ranks), ...
   std::function<void(const std::string&)> on_phase;  ///< progress: called as each phase of a run starts (optional)

@@ -34,6 +34,8 @@ struct Event {
   bool failed = false;   ///< an attempt that did not deliver (missed window, failed link/node): no data moves
   uint64_t bytes = 0;    ///< transfers: bytes of the message on the link, header included (wire.hpp)
   std::vector<int> members;  ///< IslAggregate / Upload: clients inside; ServerUpdate: clients of the update
+  /// ServerUpdate of fedasync only: the mixing weight a_t of w <- (1 - a_t) w + a_t w_k.
+  double mix = 0.0;
   /// ServerUpdate of ring-async only: (orbit, staleness weight s_p) of every orbit pair in the mean.
   std::vector<std::pair<int, double>> orbit_weights;
 
@@ -59,7 +61,7 @@ struct UpdateRecord {
 };
 
 struct Schedule {
-  std::string scheme;           ///< baseline | ring | ring-async
+  std::string scheme;           ///< baseline | baseline-deadline | fedasync | ring | ring-async
   int num_satellites = 0;
   int num_planes = 0;
   std::size_t model_params = 0;  ///< parameters of the model the transfers carry

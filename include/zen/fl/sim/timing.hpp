@@ -54,7 +54,9 @@ struct TimingConfig {
   double ps_agg_s = 0.15e-3;          ///< server aggregation time
   double isl_agg_s = 10e-6;           ///< partial aggregation on a satellite
   double sink_choice_s = 10e-6;       ///< sink choice before an upload
-  double staleness_exponent = 0.5;    ///< ring-async: s = (1 + tau)^-a
+  double staleness_exponent = 0.5;    ///< ring-async and fedasync: s = (1 + tau)^-a
+  double fedasync_mixing = 0.5;       ///< fedasync: alpha of a_t = alpha s(tau)
+  double round_deadline_s = 1200.0;   ///< baseline-deadline: uploads must complete by T0 + this
   std::vector<Fault> faults;
 };
 
@@ -142,12 +144,20 @@ class MissTracker {
 
 /// Synchronous FedAvg without ISLs (orbit-fl.md §5): 2K server transfers per round.
 Schedule simulate_baseline(const TimingContext& ctx, int rounds);
+/// Synchronous FedAvg without ISLs with a round deadline: satellites whose upload cannot complete
+/// by T0 + round_deadline_s sit the round out (stragglers dropped; the contact plan tells them in
+/// advance); the round closes at the last upload that makes it.
+Schedule simulate_baseline_deadline(const TimingContext& ctx, int rounds);
+/// FedAsync without ISLs (Xie et al., arXiv 1903.03934): every satellite cycles download-train-upload
+/// on its own; the server mixes each arrival in, w <- (1 - a_t) w + a_t w_k with
+/// a_t = fedasync_mixing (1 + tau)^-staleness_exponent. rounds cycles per satellite.
+Schedule simulate_fedasync(const TimingContext& ctx, int rounds);
 /// Ring partial aggregation, synchronous over the orbits (orbit-fl.md §6): 2P server transfers.
 Schedule simulate_ring(const TimingContext& ctx, int rounds);
 /// Asynchronous ring: every orbit loops on its own; the server updates on every orbit report,
 /// staleness-weighted. rounds * P global updates.
 Schedule simulate_ring_async(const TimingContext& ctx, int rounds);
-/// Dispatch by name: baseline | ring | ring-async.
+/// Dispatch by name: baseline | baseline-deadline | fedasync | ring | ring-async.
 Schedule simulate(const std::string& scheme, const TimingContext& ctx, int rounds);
 std::vector<std::string> scheme_names();
 
