@@ -10,6 +10,7 @@
 
 #include "zen/error.hpp"
 #include "zen/fl/fedavg.hpp"
+#include "zen/fl/sparse_aggregate.hpp"
 
 namespace zen::fl {
 namespace {
@@ -213,6 +214,69 @@ TEST(PartialAggregate, BytesRoundTrip) {
   EXPECT_THROW(PartialAggregate::from_bytes(bad), Error);
   const PartialAggregate e = PartialAggregate::from_bytes(PartialAggregate{}.to_bytes());
   EXPECT_TRUE(e.empty());
+}
+
+}  // namespace
+}  // namespace zen::fl
+
+namespace zen::fl {
+namespace {
+
+TEST(SparseAggregate, TopKWithErrorFeedbackKeepsWhatItDidNotSend) {
+  std::vector<double> acc{0.5, -3.0, 2.0, 0.1, -2.0, 7.25, 0.0, 1e-9};
+  const std::vector<double> before = acc;
+  SparseAggregate a = topk_extract(acc, 3, 12.0, {4, 9});
+  EXPECT_EQ(a.positions, (std::vector<uint64_t>{1, 2, 5}));  // |-3|, |2| (ties with |-2|: lower index), |7.25|
+  EXPECT_EQ(a.values, (std::vector<float>{-3.0f, 2.0f, 7.25f}));
+  for (std::size_t i = 0; i < acc.size(); ++i) {
+    double sent = 0;
+    for (std::size_t j = 0; j < a.positions.size(); ++j)
+      if (a.positions[j] == i) sent = a.values[j];
+    EXPECT_EQ(acc[i] + sent, before[i]) << i;  // exact: the float rounding stays in the residual
+  }
+  // A value that is not a float leaves its rounding error behind.
+  std::vector<double> one{0.1};
+  const SparseAggregate b = topk_extract(one, 5, 1.0, {0});
+  ASSERT_EQ(b.positions.size(), 1u);
+  EXPECT_EQ(one[0] + static_cast<double>(b.values[0]), 0.1);
+  EXPECT_NE(one[0], 0.0);
+}
+
+TEST(SparseAggregate, WireRoundTripWithEliasFanoOrBitmapAndItsSize) {
+  for (const std::size_t k : {std::size_t{0}, std::size_t{1}, std::size_t{78}, std::size_t{785}, std::size_t{7000}, std::size_t{7850}}) {
+    std::vector<double> acc(7850);
+    for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = std::sin(0.37 * static_cast<double>(i)) * (1.0 + i % 7);
+    const SparseAggregate a = topk_extract(acc, k, 3000.0, {1, 5, 17});
+    const auto bytes = a.to_bytes();
+    EXPECT_EQ(bytes.size(), SparseAggregate::wire_bytes(7850, k, 3)) << k;
+    const SparseAggregate b = SparseAggregate::from_bytes(bytes);
+    EXPECT_EQ(b.positions, a.positions) << k;
+    EXPECT_EQ(b.values, a.values) << k;
+    EXPECT_EQ(b.weight, 3000.0);
+    EXPECT_EQ(b.members, (std::vector<int>{1, 5, 17}));
+    // Elias-Fano for few entries, the bitmap (N/8 bytes) once it is smaller.
+    if (k == 78) EXPECT_LT(bytes.size(), 48 + 12 + 78 * 4 + 7850 / 8);
+    if (k == 7000) EXPECT_EQ(bytes.size(), 48u + 12 + (7850 + 7) / 8 + 7000 * 4);
+    auto cut = bytes;
+    cut.pop_back();
+    EXPECT_THROW(SparseAggregate::from_bytes(cut), Error);
+    auto bad_k = bytes;  // a header that does not match the size
+    bad_k[16] ^= 1;
+    EXPECT_THROW(SparseAggregate::from_bytes(bad_k), Error) << k;
+    auto bad_enc = bytes;  // the other index encoding than (dim, k) selects
+    bad_enc[32] ^= 1;
+    EXPECT_THROW(SparseAggregate::from_bytes(bad_enc), Error) << k;
+  }
+  std::vector<double> dense(10, 1.0);
+  SparseAggregate s;
+  s.dim = 10;
+  s.positions = {0, 9};
+  s.values = {2.5f, -1.0f};
+  s.add_to(dense);
+  EXPECT_EQ(dense[0], 3.5);
+  EXPECT_EQ(dense[9], 0.0);
+  std::vector<double> wrong(9);
+  EXPECT_THROW(s.add_to(wrong), Error);
 }
 
 }  // namespace

@@ -287,6 +287,7 @@ struct FlArgs {
   std::string backend = "loopback";
   int ranks = 0;     // loopback ranks
   std::vector<double> sweep_gflops;  // compare: timing-only sweep of the on-board throughput
+  std::vector<double> topk{1.0};     // compare: top-k fractions of the compressed updates
   bool root = true;  // this process prints (rank 0 under --backend mpi)
 };
 
@@ -401,10 +402,10 @@ void write_outputs(const FlArgs& a, const std::vector<zs::RunResult>& runs, cons
   std::filesystem::create_directories(a.out);
   std::vector<const zs::RunResult*> ptrs;
   for (const auto& r : runs) {
-    const std::string base = a.out + "/" + r.scheme + "-" + r.preset;
+    const std::string base = a.out + "/" + r.name();
     zs::write_csv(base + ".csv", r);
     if (a.transfers) {
-      std::ofstream f(a.out + "/transfers-" + r.scheme + "-" + r.preset + ".csv");
+      std::ofstream f(a.out + "/transfers-" + r.name() + ".csv");
       f << "event,kind,from,to,start_s,end_s,duration_s,bytes,via_comm\n";
       for (const auto& t : r.learn.transfers)
         f << t.event << ',' << zs::event_kind_name(t.kind) << ',' << t.from << ',' << t.to << ',' << t.start_s << ','
@@ -470,27 +471,35 @@ int cmd_compare(FlArgs& a) {
               train.c_str(), a.cfg.target_acc);
   for (const std::string& preset : split_list(a.presets)) {
     const std::size_t first = runs.size();
-    for (const std::string& scheme : schemes) {
-      runs.push_back(ex.run(scheme, preset));
-      progress.step(scheme + " " + preset + " done");
-      progress.finish();
-      std::printf("%s\n", runs.back().summary().c_str());
-      std::fflush(stdout);
-    }
+    for (double k : a.topk)
+      for (const std::string& scheme : schemes) {
+        runs.push_back(ex.run(scheme, preset, k));
+        progress.step(scheme + " " + preset + " done");
+        progress.finish();
+        std::printf("%s\n", runs.back().summary().c_str());
+        std::fflush(stdout);
+      }
     const zs::RunResult& b = runs[first];
-    std::printf("\npreset %s (vs %s)\n", preset.c_str(), b.scheme.c_str());
-    std::printf("| scheme | round [s] (async: per iteration of every orbit / satellite) | speed-up/round | time to %.2f [s] | speed-up to target | server transfers/round | traffic ratio | ISL transfers/round | final acc |\n",
+    std::printf("\npreset %s (vs %s)\n", preset.c_str(), b.name().c_str());
+    std::printf("| scheme | round [s] (async: per iteration of every orbit / satellite) | speed-up/round | time to %.2f [s] | speed-up to target | server transfers/round | traffic ratio | ISL transfers/round | server Mbit/round | ISL Mbit/round | final acc |\n",
                 a.cfg.target_acc);
-    std::printf("|---|---|---|---|---|---|---|---|---|\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (std::size_t i = first; i < runs.size(); ++i) {
       const zs::RunResult& r = runs[i];
       char tt[64] = "not reached", su[64] = "-";
       if (r.time_to_target_s >= 0) std::snprintf(tt, sizeof(tt), "%.1f", r.time_to_target_s);
       if (r.time_to_target_s > 0 && b.time_to_target_s > 0)
         std::snprintf(su, sizeof(su), "%.2fx", b.time_to_target_s / r.time_to_target_s);
-      std::printf("| %s | %.2f | %.2fx | %s | %s | %.2f | %.2fx | %.2f | %.4f |\n", r.scheme.c_str(), r.mean_round_s,
-                  b.mean_round_s / r.mean_round_s, tt, su, r.ps_transfers_per_round,
-                  b.ps_transfers_per_round / r.ps_transfers_per_round, r.isl_transfers_per_round, r.final_accuracy);
+      std::string label = r.scheme;
+      if (a.topk.size() > 1 || r.topk_fraction < 1) {
+        char kb[48];
+        std::snprintf(kb, sizeof kb, " (top %g%%)", 100.0 * r.topk_fraction);
+        label += kb;
+      }
+      std::printf("| %s | %.2f | %.2fx | %s | %s | %.2f | %.2fx | %.2f | %.3f | %.3f | %.4f |\n", label.c_str(),
+                  r.mean_round_s, b.mean_round_s / r.mean_round_s, tt, su, r.ps_transfers_per_round,
+                  b.ps_transfers_per_round / r.ps_transfers_per_round, r.isl_transfers_per_round,
+                  r.ps_bits_per_round / 1e6, r.isl_bits_per_round / 1e6, r.final_accuracy);
     }
     std::printf("\n");
     if (const zs::PaperSetup* paper = a.cfg.scenario_file.empty() ? zs::paper_setup(a.cfg.scenario) : nullptr) {
@@ -575,6 +584,9 @@ int main(int argc, char** argv) {
   fa.schemes = "ring";
   auto* fl = app.add_subcommand("fl", "federated learning over the constellation (baseline | ring | ring-async)");
   add_fl_options(fl, fa);
+  fl->add_option("--topk", fa.cfg.topk,
+                 "compressed updates: the fraction of the parameters every partial aggregate carries (1 = dense)")
+      ->capture_default_str();
   fl->add_option("--scheme,--schemes", fa.schemes,
                  "scheme(s), comma-separated: baseline, baseline-deadline, fedasync, ring, ring-async")
       ->capture_default_str();
@@ -592,6 +604,11 @@ int main(int argc, char** argv) {
   compare->add_option("--schemes,--scheme", cmpa.schemes, "schemes, the first is the reference")->capture_default_str();
   compare->add_option("--presets,--preset", cmpa.presets,
                       "link presets, comma-separated: ka, s, scenario (the scenario's own link budgets)")
+      ->capture_default_str();
+  compare->add_option("--topk", cmpa.topk,
+                      "compressed updates: fractions of the parameters every partial aggregate carries (top-k of "
+                      "the model delta, error feedback), e.g. 1,0.1,0.01; 1 = dense")
+      ->delimiter(',')
       ->capture_default_str();
   compare->add_option("--sweep-gflops", cmpa.sweep_gflops,
                       "also print each scheme's round time and the speed-up with training times from the compute "

@@ -88,6 +88,7 @@ Schedule sync_direct(const TimingContext& ctx, int rounds, double deadline_s, co
   s.num_satellites = ctx.num_satellites();
   s.num_planes = ctx.num_planes();
   s.model_params = ctx.config().model_params;
+  s.topk = ctx.config().topk;
   MissTracker miss(ctx.config().faults);
   double T0 = 0.0;
   for (int r = 1; r <= rounds; ++r) {
@@ -133,6 +134,8 @@ Schedule simulate_baseline_deadline(const TimingContext& ctx, int rounds) {
 
 Schedule simulate_fedasync(const TimingContext& ctx, int rounds) {
   ZEN_ENFORCE(rounds > 0, "fedasync: rounds must be positive, got " + std::to_string(rounds));
+  ZEN_ENFORCE(ctx.config().topk == 0, "fedasync: compressed updates (top-k) need a synchronous scheme "
+                                      "(baseline, baseline-deadline, ring)");
   const double alpha = ctx.config().fedasync_mixing;
   ZEN_ENFORCE(alpha > 0 && alpha <= 1, "fedasync: the mixing weight must be in (0, 1], got " + std::to_string(alpha));
   Schedule s;

@@ -178,14 +178,28 @@ Schedule Experiment::schedule_with(TimingConfig tc, const std::string& scheme, c
   }
 }
 
+std::size_t Experiment::topk_entries(double fraction) const {
+  ZEN_ENFORCE(fraction > 0 && fraction <= 1, "top-k fraction must be in (0, 1], got " + std::to_string(fraction));
+  if (fraction >= 1) return 0;  // dense means
+  const double n = static_cast<double>(fed_->global().num_params());
+  return static_cast<std::size_t>(std::clamp(std::round(fraction * n), 1.0, n));
+}
+
 RunResult Experiment::run(const std::string& scheme, const std::string& preset) {
+  return run(scheme, preset, cfg_.topk);
+}
+
+RunResult Experiment::run(const std::string& scheme, const std::string& preset, double topk_fraction) {
   RunResult r;
   r.scheme = scheme;
   r.preset = preset;
+  r.topk_fraction = topk_fraction;
   r.rounds = cfg_.rounds > 0 ? cfg_.rounds : (cfg_.target_acc > 0 ? cfg_.max_rounds : 20);
   auto t0 = std::chrono::steady_clock::now();
   if (cfg_.on_phase) cfg_.on_phase(scheme + " " + preset + ": contact plan and schedule");
-  r.schedule = schedule(scheme, preset, r.rounds, &r.horizon_s);
+  TimingConfig tc = timing_;
+  tc.topk = topk_entries(topk_fraction);
+  r.schedule = schedule_with(tc, scheme, preset, r.rounds, &r.horizon_s);
   r.sim_wall_s = seconds_since(t0);
   t0 = std::chrono::steady_clock::now();
   if (cfg_.on_phase) cfg_.on_phase(scheme + " " + preset + ": learning (" + std::to_string(r.schedule.updates.size()) + " global updates)");
@@ -195,13 +209,17 @@ RunResult Experiment::run(const std::string& scheme, const std::string& preset) 
   r.learn_wall_s = seconds_since(t0);
   const Schedule& s = r.schedule;
   r.mean_round_s = s.end_time_s() / r.rounds;
-  double ps = 0, isl = 0;
+  double ps = 0, isl = 0, psb = 0, islb = 0;
   for (const auto& u : s.updates) {
     ps += u.ps_transfers;
     isl += u.isl_transfers;
+    psb += u.ps_bits;
+    islb += u.isl_bits;
   }
   r.ps_transfers_per_round = ps / r.rounds;
   r.isl_transfers_per_round = isl / r.rounds;
+  r.ps_bits_per_round = psb / r.rounds;
+  r.isl_bits_per_round = islb / r.rounds;
   if (cfg_.target_acc > 0) {
     for (std::size_t i = 0; i < r.learn.rows.size(); ++i) {
       if (r.learn.rows[i].accuracy >= cfg_.target_acc) {
@@ -216,6 +234,16 @@ RunResult Experiment::run(const std::string& scheme, const std::string& preset) 
   return r;
 }
 
+std::string RunResult::name() const {
+  std::string n = scheme + "-" + preset;
+  if (topk_fraction < 1) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "-top%g", topk_fraction);
+    n += buf;
+  }
+  return n;
+}
+
 std::string RunResult::summary() const {
   // No target set, or not reached: "none" instead of a negative sentinel.
   char tt[32] = "none", ut[32] = "none";
@@ -223,10 +251,10 @@ std::string RunResult::summary() const {
   if (rounds_to_target >= 0) std::snprintf(ut, sizeof(ut), "%d", rounds_to_target);
   char buf[512];
   std::snprintf(buf, sizeof(buf),
-                "scheme=%s preset=%s rounds=%d updates=%zu sim_time_s=%.1f round_s=%.2f ps_transfers/round=%.2f "
+                "scheme=%s preset=%s topk=%g rounds=%d updates=%zu sim_time_s=%.1f round_s=%.2f ps_transfers/round=%.2f "
                 "isl_transfers/round=%.2f final_acc=%.4f time_to_target_s=%s updates_to_target=%s "
                 "comm_messages=%llu comm_MB=%.2f lost=%zu skipped=%zu sim_wall_s=%.2f learn_wall_s=%.2f",
-                scheme.c_str(), preset.c_str(), rounds, schedule.updates.size(), schedule.end_time_s(), mean_round_s,
+                scheme.c_str(), preset.c_str(), topk_fraction, rounds, schedule.updates.size(), schedule.end_time_s(), mean_round_s,
                 ps_transfers_per_round, isl_transfers_per_round, final_accuracy, tt, ut,
                 static_cast<unsigned long long>(learn.comm_messages), static_cast<double>(learn.comm_bytes_sent) / 1e6,
                 schedule.lost.size(), schedule.skipped.size(), sim_wall_s, learn_wall_s);
@@ -260,10 +288,9 @@ void write_plot(const std::string& dir, const std::vector<const RunResult*>& run
       << "set logscale x\nset grid\nset key bottom right\nset datafile separator ','\n"
       << "plot ";
     for (std::size_t i = 0; i < runs.size(); ++i) {
-      const fs::path csv = d / (runs[i]->scheme + "-" + runs[i]->preset + ".csv");
+      const fs::path csv = d / (runs[i]->name() + ".csv");
       if (i) f << ", ";
-      f << "'" << csv.string() << "' every ::2 using ($1/3600):3 with linespoints title '" << runs[i]->scheme << " ("
-        << runs[i]->preset << ")'";
+      f << "'" << csv.string() << "' every ::2 using ($1/3600):3 with linespoints title '" << runs[i]->name() << "'";
     }
     f << "\n";
   }

@@ -5,12 +5,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
 
 #include "zen/error.hpp"
 #include "zen/fl/fedavg.hpp"
 #include "zen/fl/sim/wire.hpp"
+#include "zen/fl/sparse_aggregate.hpp"
 
 namespace zen::fl::sim {
 
@@ -40,6 +42,11 @@ struct SatState {
   std::vector<float> model;
   int version = -1;
   std::vector<PartialAggregate> holdings;
+  // Compressed updates (Schedule::topk > 0):
+  std::vector<SparseAggregate> sparse_holdings;
+  std::vector<double> own;        ///< D_k (w_k - w) of its last training, not yet sent
+  double own_weight = 0;
+  std::vector<double> residual;   ///< error feedback: what its earlier messages did not send
 };
 
 class RankRunner {
@@ -105,6 +112,55 @@ class RankRunner {
  private:
   SatState& sat(int k) { return sats_[k]; }
 
+  /// Compressed aggregate: residual + held partials + own delta, top-k with error feedback.
+  std::vector<uint8_t> sparse_payload(const Event& e, SatState& st) {
+    const std::size_t n = fed_.global().num_params();
+    std::vector<double> acc = std::move(st.residual);
+    acc.resize(n, 0.0);
+    double W = 0.0;
+    std::vector<int> members;
+    std::vector<SparseAggregate> keep;
+    for (auto& h : st.sparse_holdings) {
+      const bool inside = std::all_of(h.members.begin(), h.members.end(), [&](int m) {
+        return std::binary_search(e.members.begin(), e.members.end(), m);
+      });
+      if (!inside) {
+        keep.push_back(std::move(h));
+        continue;
+      }
+      h.add_to(acc);
+      W += h.weight;
+      members.insert(members.end(), h.members.begin(), h.members.end());
+    }
+    st.sparse_holdings = std::move(keep);
+    if (!st.own.empty() && std::binary_search(e.members.begin(), e.members.end(), e.from)) {
+      for (std::size_t i = 0; i < n; ++i) acc[i] += st.own[i];
+      W += st.own_weight;
+      members.push_back(e.from);
+      st.own.clear();
+    }
+    std::sort(members.begin(), members.end());
+    ZEN_CHECK_CODE(members == e.members, Result::InternalError,
+                   "learner: " + actor_name(e.from) + " holds " + std::to_string(members.size()) + " of the " +
+                       std::to_string(e.members.size()) + " clients event " + std::to_string(e.id) + " sends");
+    SparseAggregate msg = topk_extract(acc, s_.topk, W, std::move(members));
+    st.residual = std::move(acc);
+    return msg.to_bytes();
+  }
+
+  /// The server's conservation check: sum D_k against the registered weights of the members.
+  void check_weight(const std::vector<int>& members, double weight, int from) const {
+    double expect = 0.0;
+    for (int m : members) {
+      ZEN_CHECK_CODE(m >= 0 && m < fed_.num_clients(), Result::InternalError,
+                     "server: aggregate names unknown client " + std::to_string(m));
+      expect += weights_[static_cast<std::size_t>(m)];
+    }
+    ZEN_CHECK_CODE(std::abs(weight - expect) <= 1e-9 * std::max(1.0, expect), Result::InternalError,
+                   "server: aggregate from " + actor_name(from) + " carries sum D_k = " + std::to_string(weight) +
+                       " but its " + std::to_string(members.size()) + " clients hold " + std::to_string(expect));
+  }
+
   std::vector<uint8_t> payload_for_send(const Event& e) {
     if (e.kind == EventKind::Download) {
       ZEN_CHECK_CODE(version_ == e.version, Result::InternalError,
@@ -123,6 +179,7 @@ class RankRunner {
       std::memcpy(b.data(), st.model.data(), b.size());
       return b;
     }
+    if (s_.topk > 0) return sparse_payload(e, st);
     // IslAggregate / Upload: merge the holdings that make up exactly the scheduled members.
     PartialAggregate out;
     std::vector<PartialAggregate> keep;
@@ -210,6 +267,26 @@ class RankRunner {
       st.version = e.version;
       return;
     }
+    if (s_.topk > 0) {
+      SparseAggregate agg = SparseAggregate::from_bytes(body);
+      ZEN_CHECK_CODE(agg.members == e.members && agg.dim == fed_.global().num_params(), Result::InternalError,
+                     "learner: event " + std::to_string(e.id) + " delivered other clients or another dimension");
+      if (e.kind == EventKind::IslAggregate) {
+        sat(e.to).sparse_holdings.push_back(std::move(agg));
+        return;
+      }
+      check_weight(agg.members, agg.weight, e.from);
+      std::vector<int> both;
+      std::merge(sparse_members_.begin(), sparse_members_.end(), agg.members.begin(), agg.members.end(),
+                 std::back_inserter(both));
+      ZEN_CHECK_CODE(std::adjacent_find(both.begin(), both.end()) == both.end(), Result::InternalError,
+                     "server: a client would be counted twice in round " + std::to_string(e.round));
+      sparse_members_ = std::move(both);
+      sparse_weight_ += agg.weight;
+      sparse_acc_.resize(global_.size(), 0.0);
+      agg.add_to(sparse_acc_);
+      return;
+    }
     PartialAggregate agg = PartialAggregate::from_bytes(body);
     ZEN_CHECK_CODE(agg.members == e.members, Result::InternalError,
                    "learner: event " + std::to_string(e.id) + " delivered other clients than scheduled");
@@ -217,16 +294,7 @@ class RankRunner {
       sat(e.to).holdings.push_back(std::move(agg));
       return;
     }
-    // Upload: the server's conservation check, sum D_k against the registered weights.
-    double expect = 0.0;
-    for (int m : agg.members) {
-      ZEN_CHECK_CODE(m >= 0 && m < fed_.num_clients(), Result::InternalError,
-                     "server: aggregate names unknown client " + std::to_string(m));
-      expect += weights_[static_cast<std::size_t>(m)];
-    }
-    ZEN_CHECK_CODE(std::abs(agg.weight - expect) <= 1e-9 * std::max(1.0, expect), Result::InternalError,
-                   "server: aggregate from " + actor_name(e.from) + " carries sum D_k = " + std::to_string(agg.weight) +
-                       " but its " + std::to_string(agg.members.size()) + " clients hold " + std::to_string(expect));
+    check_weight(agg.members, agg.weight, e.from);
     if (s_.scheme == "ring-async") incoming_[e.orbit].merge(agg);
     else if (s_.scheme == "fedasync") incoming_[e.from].merge(agg);
     else round_acc_.merge(agg);  // throws when a client would be counted twice
@@ -240,6 +308,13 @@ class RankRunner {
     ClientUpdate u = fed_.local_update(e.from, st.model, e.round);
     res_.train_wall_s += u.stats.wall_seconds;
     ++res_.trainings;
+    if (s_.topk > 0) {  // the delta from the model it trained from, weighted
+      st.own.resize(u.params.size());
+      for (std::size_t i = 0; i < u.params.size(); ++i)
+        st.own[i] = u.weight * (static_cast<double>(u.params[i]) - static_cast<double>(st.model[i]));
+      st.own_weight = u.weight;
+      return;
+    }
     PartialAggregate p;
     p.add(u.params, u.weight, e.from);
     st.holdings.push_back(std::move(p));
@@ -275,6 +350,17 @@ class RankRunner {
         W += sw * it->second.weight;
       }
       for (std::size_t i = 0; i < sum.size(); ++i) global_[i] = static_cast<float>(sum[i] / W);
+    } else if (s_.topk > 0) {
+      ZEN_CHECK_CODE(sparse_members_ == e.members && sparse_weight_ > 0, Result::InternalError,
+                     "server: round " + std::to_string(e.round) + " received " +
+                         std::to_string(sparse_members_.size()) + " clients, scheduled " +
+                         std::to_string(e.members.size()));
+      sparse_acc_.resize(global_.size(), 0.0);
+      for (std::size_t i = 0; i < global_.size(); ++i)
+        global_[i] = static_cast<float>(static_cast<double>(global_[i]) + sparse_acc_[i] / sparse_weight_);
+      sparse_acc_.assign(global_.size(), 0.0);
+      sparse_weight_ = 0.0;
+      sparse_members_.clear();
     } else {
       ZEN_CHECK_CODE(round_acc_.members == e.members, Result::InternalError,
                      "server: round " + std::to_string(e.round) + " received " +
@@ -323,6 +409,9 @@ class RankRunner {
   std::vector<double> weights_;
   int version_ = 0;
   PartialAggregate round_acc_;
+  std::vector<double> sparse_acc_;  ///< compressed: sum of the round's uploads
+  double sparse_weight_ = 0.0;
+  std::vector<int> sparse_members_;
   std::map<int, PartialAggregate> incoming_, latest_;
   LearnResult res_;
 };

@@ -13,6 +13,7 @@ Schedule simulate_ring(const TimingContext& ctx, int rounds) {
   s.num_satellites = ctx.num_satellites();
   s.num_planes = ctx.num_planes();
   s.model_params = ctx.config().model_params;
+  s.topk = ctx.config().topk;
   MissTracker miss(ctx.config().faults);
   double T0 = 0.0;
   for (int r = 1; r <= rounds; ++r) {

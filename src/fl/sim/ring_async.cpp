@@ -13,6 +13,8 @@ namespace zen::fl::sim {
 
 Schedule simulate_ring_async(const TimingContext& ctx, int rounds) {
   ZEN_ENFORCE(rounds > 0, "ring-async: rounds must be positive, got " + std::to_string(rounds));
+  ZEN_ENFORCE(ctx.config().topk == 0, "ring-async: compressed updates (top-k) need a synchronous scheme "
+                                      "(baseline, baseline-deadline, ring)");
   Schedule s;
   s.scheme = "ring-async";
   s.num_satellites = ctx.num_satellites();

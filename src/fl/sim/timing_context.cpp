@@ -117,8 +117,8 @@ TimingContext::TimingContext(const orbit::Scenario& sc, const orbit::ContactPlan
   }
 }
 
-uint64_t TimingContext::aggregate_bytes(std::size_t members) const noexcept {
-  return aggregate_message_bytes(cfg_.model_params, members);
+uint64_t TimingContext::aggregate_bytes(std::size_t members) const {
+  return aggregate_message_bytes(cfg_.model_params, members, cfg_.topk);
 }
 
 double TimingContext::isl_time(int a, int b, double t, uint64_t bytes) const {

@@ -45,6 +45,9 @@ struct ExperimentConfig {
   double staleness_exponent = 0.5;
   double fedasync_mixing = 0.5;   ///< fedasync: alpha of a_t = alpha (1 + tau)^-a
   double round_deadline_s = 1200.0;  ///< baseline-deadline
+  /// Compressed updates: the fraction of the parameters every partial aggregate carries (top-k of
+  /// the model delta with error feedback, SparseAggregate); 1 = dense means. Sync schemes only.
+  double topk = 1.0;
   double initial_days = 1.0;      ///< first prediction horizon (doubled until the schedule fits)
   LearnRunner learn;              ///< runs the learner (required): on_communicator(comm), loopback_runner(ranks), ...
   std::function<void(const std::string&)> on_phase;  ///< progress: called as each phase of a run starts (optional)
@@ -57,6 +60,7 @@ orbit::Scenario make_scenario(const ExperimentConfig& cfg);
 struct RunResult {
   std::string scheme;
   std::string preset;
+  double topk_fraction = 1.0;
   Schedule schedule;
   LearnResult learn;
   double horizon_s = 0.0;
@@ -64,11 +68,14 @@ struct RunResult {
   double mean_round_s = 0.0;        ///< sync: mean round; async: mean time per P updates
   double ps_transfers_per_round = 0.0;
   double isl_transfers_per_round = 0.0;
+  double ps_bits_per_round = 0.0, isl_bits_per_round = 0.0;  ///< bits the transfers carried (wire.hpp)
   double time_to_target_s = -1.0;   ///< -1: not reached
   int rounds_to_target = -1;
   double final_accuracy = 0.0;
   double sim_wall_s = 0.0, learn_wall_s = 0.0;
   std::string summary() const;
+  /// "<scheme>-<preset>[-top<fraction>]": the CSV's base name and the plot's label.
+  std::string name() const;
 };
 
 /// Round time of each scheme when on-board training follows the compute model at one throughput.
@@ -93,6 +100,10 @@ class Experiment {
   Schedule schedule(const std::string& scheme, const std::string& preset, int rounds, double* horizon_s = nullptr);
   /// Schedule + learning + metrics.
   RunResult run(const std::string& scheme, const std::string& preset);
+  /// Same with compressed updates carrying this fraction of the parameters (1: dense).
+  RunResult run(const std::string& scheme, const std::string& preset, double topk_fraction);
+  /// Entries per compressed aggregate for a fraction (0 for 1: dense means).
+  std::size_t topk_entries(double fraction) const;
   /// Training times of the compute model (timing.hpp) at `gflops` with this experiment's shards,
   /// epochs, model size, spread and seed.
   std::vector<double> work_train_times(double gflops) const;

@@ -65,6 +65,7 @@ struct Schedule {
   int num_satellites = 0;
   int num_planes = 0;
   std::size_t model_params = 0;  ///< parameters of the model the transfers carry
+  std::size_t topk = 0;          ///< 0: dense aggregates; else entries per compressed aggregate
   std::vector<Event> events;    ///< sorted by (start_s, id); ids are indices
   std::vector<UpdateRecord> updates;
   std::vector<int> lost;        ///< clients whose trained update was lost with a failed node, per occurrence

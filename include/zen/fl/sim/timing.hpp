@@ -49,6 +49,10 @@ struct TimingConfig {
   /// Both links from a preset name: ka | s, or "scenario" for the scenario's own link budgets.
   void set_links(const std::string& preset, const orbit::Scenario& sc);
   std::size_t model_params = 7850;  ///< parameters of the model (float32 on the wire, wire.hpp)
+  /// 0: partial aggregates carry dense float32 means. k > 0: compressed updates, every aggregate
+  /// carries exactly min(k, params) entries of the model delta (SparseAggregate, error feedback
+  /// at each sender); synchronous schemes only.
+  std::size_t topk = 0;
   double train_s = 60.0;              ///< on-board training time per round (all satellites)
   std::vector<double> train_s_per_sat;  ///< overrides train_s when non-empty (size K)
   double ps_agg_s = 0.15e-3;          ///< server aggregation time
@@ -95,7 +99,7 @@ class TimingContext {
   /// Bytes on the link of a model / of a partial aggregate of `members` clients (wire.hpp): what
   /// every transfer is charged and what the learner sends.
   uint64_t model_bytes() const noexcept { return model_bytes_; }
-  uint64_t aggregate_bytes(std::size_t members) const noexcept;
+  uint64_t aggregate_bytes(std::size_t members) const;
   /// ISL transfer of `bytes` from satellite a to b starting at t: bits / R(d) + d / c at their
   /// distance at t (constant in time on a uniform ring).
   double isl_time(int a, int b, double t, uint64_t bytes) const;

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "zen/fl/fedavg.hpp"
+#include "zen/fl/sparse_aggregate.hpp"
 
 namespace zen::fl::sim {
 
@@ -24,9 +25,11 @@ static_assert(sizeof(TransferHeader) == 32, "the wire header is 32 bytes");
 inline std::size_t model_message_bytes(std::size_t params) noexcept {
   return sizeof(TransferHeader) + params * sizeof(float);
 }
-/// Message carrying a partial aggregate of `members` clients over `params` parameters.
-inline std::size_t aggregate_message_bytes(std::size_t params, std::size_t members) noexcept {
-  return sizeof(TransferHeader) + PartialAggregate::wire_bytes(params, members);
+/// Message carrying a partial aggregate of `members` clients over `params` parameters: the dense
+/// mean (topk == 0) or a compressed delta of exactly min(topk, params) entries.
+inline std::size_t aggregate_message_bytes(std::size_t params, std::size_t members, std::size_t topk = 0) {
+  if (topk == 0) return sizeof(TransferHeader) + PartialAggregate::wire_bytes(params, members);
+  return sizeof(TransferHeader) + SparseAggregate::wire_bytes(params, topk < params ? topk : params, members);
 }
 
 }  // namespace zen::fl::sim
