@@ -241,12 +241,7 @@ std::optional<Contact> ContactPlan::earliest_contact(const std::vector<int>& sat
   std::optional<Contact> best;
   for (int s : sats) {
     auto c = first_window(s, t, delta);
-    if (!c) continue;
-    if (!best || c->completion_s < best->completion_s ||
-        (c->completion_s == best->completion_s &&
-         (c->remaining_s() > best->remaining_s() ||
-          (c->remaining_s() == best->remaining_s() && c->sat < best->sat))))
-      best = c;
+    if (c && (!best || efc_before(*c, *best))) best = c;
   }
   return best;
 }

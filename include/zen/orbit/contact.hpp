@@ -38,6 +38,14 @@ struct Contact {
   double remaining_s() const noexcept { return window_end_s - completion_s; }
 };
 
+/// The EFC order: a before b when it completes earlier; ties go to the longer remaining window, then
+/// to the lower satellite id.
+inline bool efc_before(const Contact& a, const Contact& b) noexcept {
+  if (a.completion_s != b.completion_s) return a.completion_s < b.completion_s;
+  if (a.remaining_s() != b.remaining_s()) return a.remaining_s() > b.remaining_s();
+  return a.sat < b.sat;
+}
+
 /// Window prediction settings. The scan steps by margin / margin_rate_bound (a step that provably
 /// cannot jump over a visibility change, derived from the geometry), clamped to
 /// [min_step_s, max_step_s]; each sign change is bisected to tolerance_s. Windows or gaps shorter

@@ -42,7 +42,7 @@ std::string encode_catalog_number(int number);
 
 /// Parses one element set from its two lines (fixed TLE columns). Checks line numbers, the mod-10
 /// checksum of each line ('-' counts 1; skipped when verify_checksum is false), equal catalog
-/// numbers on both lines, and every field; trailing blanks and a '\r' are ignored, anything else
+/// numbers on both lines, and every field; trailing blanks and a carriage return are ignored, anything else
 /// after column 69 is an error. Two-digit epoch years 57..99 are 19xx, 00..56 are 20xx.
 MeanElements parse_tle(const std::string& line1, const std::string& line2, const std::string& name = "",
                        bool verify_checksum = true);

@@ -200,11 +200,7 @@ std::optional<orbit::Contact> TimingContext::efc(const std::vector<int>& sats, d
   std::optional<orbit::Contact> best;
   for (int s : sats) {
     const auto c = try_contact(s, t, bytes);
-    if (!c) continue;
-    if (!best || c->completion_s < best->completion_s ||
-        (c->completion_s == best->completion_s &&
-         (c->remaining_s() > best->remaining_s() || (c->remaining_s() == best->remaining_s() && s < best->sat))))
-      best = c;
+    if (c && (!best || orbit::efc_before(*c, *best))) best = c;
   }
   return best;
 }
