@@ -5,6 +5,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "byte_io.hpp"
 #include "zen/error.hpp"
 
 namespace zen::fl {
@@ -95,17 +96,8 @@ constexpr uint32_t kMagic = 0x4150465Au;  // "ZFPA" little-endian
 constexpr uint32_t kVersion = 2;
 constexpr size_t kHeader = 4 + 4 + 8 + 8 + 8;
 
-template <typename T>
-void put(std::vector<uint8_t>& out, const T& v) {
-  const auto* p = reinterpret_cast<const uint8_t*>(&v);
-  out.insert(out.end(), p, p + sizeof(T));
-}
-template <typename T>
-T get(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
+using detail::get;
+using detail::put;
 }  // namespace
 
 size_t PartialAggregate::wire_bytes(size_t dim, size_t num_members) noexcept {

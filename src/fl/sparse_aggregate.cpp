@@ -8,6 +8,7 @@
 
 #include "zen/encode/bitmap.hpp"
 #include "zen/encode/elias_fano.hpp"
+#include "byte_io.hpp"
 #include "zen/error.hpp"
 
 namespace zen::fl {
@@ -24,17 +25,8 @@ uint32_t index_encoding(uint64_t dim, uint64_t k) {
 size_t index_bytes(uint64_t dim, uint64_t k) {
   return std::min(encode::ef_bytes(dim, k), encode::bitmap_bytes(dim));
 }
-template <typename T>
-void put(std::vector<uint8_t>& out, const T& v) {
-  const auto* p = reinterpret_cast<const uint8_t*>(&v);
-  out.insert(out.end(), p, p + sizeof(T));
-}
-template <typename T>
-T get(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
+using detail::get;
+using detail::put;
 }  // namespace
 
 size_t SparseAggregate::wire_bytes(uint64_t dim, uint64_t k, size_t num_members) {

@@ -83,12 +83,7 @@ namespace {
 /// T0 + deadline (the contact plan tells them in advance, so they sit the round out).
 Schedule sync_direct(const TimingContext& ctx, int rounds, double deadline_s, const char* name) {
   ZEN_ENFORCE(rounds > 0, std::string(name) + ": rounds must be positive, got " + std::to_string(rounds));
-  Schedule s;
-  s.scheme = name;
-  s.num_satellites = ctx.num_satellites();
-  s.num_planes = ctx.num_planes();
-  s.model_params = ctx.config().model_params;
-  s.topk = ctx.config().topk;
+  Schedule s = detail::new_schedule(ctx, name);
   MissTracker miss(ctx.config().faults);
   double T0 = 0.0;
   for (int r = 1; r <= rounds; ++r) {
@@ -138,11 +133,7 @@ Schedule simulate_fedasync(const TimingContext& ctx, int rounds) {
                                       "(baseline, baseline-deadline, ring)");
   const double alpha = ctx.config().fedasync_mixing;
   ZEN_ENFORCE(alpha > 0 && alpha <= 1, "fedasync: the mixing weight must be in (0, 1], got " + std::to_string(alpha));
-  Schedule s;
-  s.scheme = "fedasync";
-  s.num_satellites = ctx.num_satellites();
-  s.num_planes = ctx.num_planes();
-  s.model_params = ctx.config().model_params;
+  Schedule s = detail::new_schedule(ctx, "fedasync");
   MissTracker miss(ctx.config().faults);
   // Every satellite cycles on its own (its timeline does not depend on the others); the server
   // applies each upload when it arrives: w <- (1 - a_t) w + a_t w_k, a_t = alpha (1 + tau)^-a.

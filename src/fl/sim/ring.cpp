@@ -8,12 +8,7 @@ namespace zen::fl::sim {
 
 Schedule simulate_ring(const TimingContext& ctx, int rounds) {
   ZEN_ENFORCE(rounds > 0, "ring: rounds must be positive, got " + std::to_string(rounds));
-  Schedule s;
-  s.scheme = "ring";
-  s.num_satellites = ctx.num_satellites();
-  s.num_planes = ctx.num_planes();
-  s.model_params = ctx.config().model_params;
-  s.topk = ctx.config().topk;
+  Schedule s = detail::new_schedule(ctx, "ring");
   MissTracker miss(ctx.config().faults);
   double T0 = 0.0;
   for (int r = 1; r <= rounds; ++r) {

@@ -15,11 +15,7 @@ Schedule simulate_ring_async(const TimingContext& ctx, int rounds) {
   ZEN_ENFORCE(rounds > 0, "ring-async: rounds must be positive, got " + std::to_string(rounds));
   ZEN_ENFORCE(ctx.config().topk == 0, "ring-async: compressed updates (top-k) need a synchronous scheme "
                                       "(baseline, baseline-deadline, ring)");
-  Schedule s;
-  s.scheme = "ring-async";
-  s.num_satellites = ctx.num_satellites();
-  s.num_planes = ctx.num_planes();
-  s.model_params = ctx.config().model_params;
+  Schedule s = detail::new_schedule(ctx, "ring-async");
   MissTracker miss(ctx.config().faults);
   const int P = ctx.num_planes();
   const int total = rounds * P;

@@ -436,6 +436,16 @@ double add_sync_server_update(Schedule& s, int r, double t, const std::vector<in
   return t;
 }
 
+Schedule new_schedule(const TimingContext& ctx, const char* name) {
+  Schedule s;
+  s.scheme = name;
+  s.num_satellites = ctx.num_satellites();
+  s.num_planes = ctx.num_planes();
+  s.model_params = ctx.config().model_params;
+  s.topk = ctx.config().topk;
+  return s;
+}
+
 void finalize_schedule(Schedule& s) {
   std::stable_sort(s.events.begin(), s.events.end(),
                    [](const Event& a, const Event& b) { return a.start_s < b.start_s; });

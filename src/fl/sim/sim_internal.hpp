@@ -39,6 +39,9 @@ struct DirectCycle {
 };
 DirectCycle direct_cycle(const TimingContext& ctx, int k, double T0, int round, int version, MissTracker& miss);
 
+/// An empty schedule of scheme `name` for the context (satellites, planes, model size, top-k).
+Schedule new_schedule(const TimingContext& ctx, const char* name);
+
 /// Sorts events by start time (stable), assigns ids, attributes transfer counts to the updates.
 void finalize_schedule(Schedule& s);
 
