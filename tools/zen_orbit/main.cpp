@@ -542,7 +542,7 @@ int cmd_compare(FlArgs& a) {
     }
     std::fflush(stdout);
   }
-  write_outputs(a, runs, "FL on " + ex.scenario().name + ": baseline vs ring");
+  write_outputs(a, runs, "FL on " + ex.scenario().name + ", split " + a.cfg.split + ", model " + a.cfg.model);
   std::printf("total wall %.2f s (data load %.2f s)\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), ex.load_wall_s());
   return 0;
