@@ -94,7 +94,8 @@ RingInfo ring_info(const Scenario& sc, int plane) {
   const CircularOrbit& o0 = sc.satellites[ids[0]].orbit;
   if (sc.propagator == Propagator::Sgp4) {
     // Real orbits: never uniform (the FL timing checks every hop when it is used); chords at the start.
-    info.uniform = false;
+    // A plane of one has no ISL: uniform as in the circular path (nothing to check, no self-link).
+    info.uniform = S == 1;
     std::vector<Vec3> r;
     for (int id : ids)
       r.push_back(sgp4_state(Sgp4(*sc.satellites[static_cast<std::size_t>(id)].elements), id, sc.start_jd,
@@ -207,7 +208,12 @@ Geometry::Geometry(const Scenario& sc) : sc_(sc), block_radius_(kEarthRadius + s
       sgp4_.emplace_back(Sgp4(e));
       const double n = e.mean_motion_rev_per_day * kTwoPi / 86400.0;
       const double a = std::cbrt(kEarthMu / (n * n));
-      r_lo_.push_back(0.95 * a * (1.0 - e.eccentricity));
+      // Radius bound of the step bound: half the mean perigee altitude above the equatorial radius.
+      const double rp = a * (1.0 - e.eccentricity);
+      ZEN_ENFORCE(rp > kWgs84A, "satellite " + std::to_string(k) + " '" + sc_.satellites[k].name +
+                                    "': mean perigee radius " + std::to_string(rp / 1e3) +
+                                    " km is below the Earth's equatorial radius");
+      r_lo_.push_back(kWgs84A + 0.5 * (rp - kWgs84A));
       const double v_hi = std::sqrt(2.0 * kEarthMu / r_lo_[k]);  // any bound orbit: v^2 < 2 mu / r
       for (int p = 0; p < ns; ++p) {
         const std::size_t idx = k * static_cast<std::size_t>(ns) + static_cast<std::size_t>(p);
@@ -215,7 +221,7 @@ Geometry::Geometry(const Scenario& sc) : sc_(sc), block_radius_(kEarthRadius + s
           const double rs = station_ecef_[p].norm();
           const double range_lo = r_lo_[k] - rs;
           ZEN_ENFORCE(range_lo > 0.0, "satellite " + std::to_string(k) + " '" + sc_.satellites[k].name +
-                                          "': perigee too low for the window scan's bound (0.95 x perigee radius " +
+                                          "': perigee too low for the window scan's bound (radius bound " +
                                           std::to_string(r_lo_[k] / 1e3) + " km is not above station '" +
                                           sc_.servers[p].name + "')");
           rate_bound_[idx] = (v_hi + kEarthRotation * rs) / range_lo + kEarthRotation;
@@ -275,8 +281,8 @@ double Geometry::margin(int sat, int peer, double t) const {
     const std::size_t k = static_cast<std::size_t>(sat), p = static_cast<std::size_t>(peer);
     if (a.norm() < r_lo_[k]) {
       char buf[200];
-      std::snprintf(buf, sizeof buf, "': radius %.1f km at t = %.3f s is below %.1f km (0.95 x its mean perigee "
-                    "radius), the bound the window scan assumes: the satellite is decaying or t is too far from "
+      std::snprintf(buf, sizeof buf, "': radius %.1f km at t = %.3f s is below %.1f km (half its mean perigee altitude "
+                    "above the equatorial radius), the bound the window scan assumes: the satellite is decaying or t is too far from "
                     "the element epoch", a.norm() / 1e3, t, r_lo_[k] / 1e3);
       ZEN_THROW(Result::InvalidArgument, "satellite " + std::to_string(sat) + " '" + sc_.satellites[k].name + buf);
     }

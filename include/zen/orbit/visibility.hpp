@@ -45,7 +45,9 @@ struct RingInfo {
   double neighbour_distance_m = 0.0;  ///< largest neighbour chord (constant in time for a circular plane)
   double chord_clearance_m = 0.0;     ///< closest approach of the chords to the Earth's centre minus r_E
   bool feasible = false;              ///< every neighbour link has line of sight (with margin)
-  bool uniform = false;               ///< same radius, same plane, equal spacing (true for Walker; never for SGP4)
+  /// Same radius, same plane, equal spacing (true for Walker). SGP4 planes: false, except a plane of one
+  /// satellite (no ISL; uniform as in the circular path).
+  bool uniform = false;
 };
 /// Throws zen::Error if the plane has no members. Neighbours are slot order (j, j+1 mod S). Distances,
 /// clearance and feasibility are those at t = 0 (SGP4 scenarios: the SGP4 positions at the start).
@@ -81,8 +83,9 @@ class Geometry {
   /// Upper bound on |d margin / dt| (units of margin per second). Two-body / J2: sum of the two
   /// direction turn rates. SGP4, ground station: |d el/dt| <= |v_rel| / range + omega_E with
   /// |v_rel| <= sqrt(2 mu / r_lo) + omega_E |r_station| and range >= r_lo - |r_station|; server
-  /// satellite: max(sqrt(2 mu / r_lo), v_server). r_lo = 0.95 x the mean perigee radius of the elements
-  /// (checked at every margin evaluation: a satellite below it is a zen::Error).
+  /// satellite: max(sqrt(2 mu / r_lo), v_server). r_lo = R_eq + (r_p - R_eq) / 2: half the mean
+  /// perigee altitude (r_p from the elements) above the WGS-84 equatorial radius (checked at every
+  /// margin evaluation: a satellite below it is a zen::Error).
   double margin_rate_bound(int sat, int peer) const;
   /// ISL line of sight / distance between two constellation satellites.
   bool sat_sat_visible(int a, int b, double t) const;
