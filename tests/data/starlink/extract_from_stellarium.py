@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reproduces starlink-2022-06.tle from the Debian package stellarium 0.22.2-1 (bookworm, amd64).
+"""Reproduces starlink-2022-06.tle (provenance: README.md) from the Debian package stellarium 0.22.2-1 (bookworm, amd64).
 
 The package's /usr/bin/stellarium embeds the Satellites plugin's default catalogue (satellites.json,
 "creator": "Satellites plugin version 0.13.0") as a zlib-compressed Qt resource; every entry carries
