@@ -275,16 +275,22 @@ double Geometry::distance(int sat, int peer, double t) const {
 }
 
 double Geometry::margin(int sat, int peer, double t) const {
-  const Vec3 a = sat_position(sat, t);
-  const Vec3 b = server_position(peer, t);
   if (!sgp4_.empty()) {
+    ZEN_ENFORCE(sat >= 0 && sat < num_satellites(), "satellite index " + std::to_string(sat) + " out of range");
     const std::size_t k = static_cast<std::size_t>(sat), p = static_cast<std::size_t>(peer);
-    if (a.norm() < r_lo_[k]) {
-      char buf[200];
-      std::snprintf(buf, sizeof buf, "': radius %.1f km at t = %.3f s is below %.1f km (half its mean perigee altitude "
-                    "above the equatorial radius), the bound the window scan assumes: the satellite is decaying or t is too far from "
-                    "the element epoch", a.norm() / 1e3, t, r_lo_[k] / 1e3);
-      ZEN_THROW(Result::InvalidArgument, "satellite " + std::to_string(sat) + " '" + sc_.satellites[k].name + buf);
+    const SatState st = sgp4_state(*sgp4_[k], sat, sc_.start_jd, sc_.start_jd_frac, t);
+    const Vec3& a = st.r_m;
+    const Vec3 b = server_position(peer, t);
+    // The step bound assumes |r| >= r_lo and hence |v| <= sqrt(2 mu / r_lo): check both here.
+    const double v_hi = std::sqrt(2.0 * kEarthMu / r_lo_[k]);
+    if (a.norm() < r_lo_[k] || st.v_m_s.norm() > v_hi) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "': at t = %.3f s radius %.1f km, speed %.3f km/s; the window scan's step bound "
+                    "assumes radius >= %.1f km and speed <= %.3f km/s", t, a.norm() / 1e3, st.v_m_s.norm() / 1e3,
+                    r_lo_[k] / 1e3, v_hi / 1e3);
+      ZEN_THROW(Result::InvalidArgument, "satellite " + std::to_string(sat) + " '" + sc_.satellites[k].name + buf +
+                                             " (half its mean perigee altitude above the equatorial radius): it is "
+                                             "decaying or t is too far from the element epoch");
     }
     if (is_ground_[p]) {
       const Vec3 up = ecef_to_eci(station_up_[p], gmst(t, sc_.gmst0_rad));
@@ -293,6 +299,8 @@ double Geometry::margin(int sat, int peer, double t) const {
     }
     return segment_origin_distance(a, b) - block_radius_;
   }
+  const Vec3 a = sat_position(sat, t);
+  const Vec3 b = server_position(peer, t);
   return limit_[static_cast<std::size_t>(sat) * is_ground_.size() + static_cast<std::size_t>(peer)] -
          central_angle(a, b);
 }

@@ -84,8 +84,8 @@ class Geometry {
   /// direction turn rates. SGP4, ground station: |d el/dt| <= |v_rel| / range + omega_E with
   /// |v_rel| <= sqrt(2 mu / r_lo) + omega_E |r_station| and range >= r_lo - |r_station|; server
   /// satellite: max(sqrt(2 mu / r_lo), v_server). r_lo = R_eq + (r_p - R_eq) / 2: half the mean
-  /// perigee altitude (r_p from the elements) above the WGS-84 equatorial radius (checked at every
-  /// margin evaluation: a satellite below it is a zen::Error).
+  /// perigee altitude (r_p from the elements) above the WGS-84 equatorial radius (checked, with the
+  /// speed bound, at every margin evaluation: a satellite outside them is a zen::Error).
   double margin_rate_bound(int sat, int peer) const;
   /// ISL line of sight / distance between two constellation satellites.
   bool sat_sat_visible(int a, int b, double t) const;
