@@ -247,8 +247,9 @@ int cmd_propagate(const PropagateArgs& p) {
   ZEN_ENFORCE(std::isfinite(p.step) && p.step > 0.0, "--step must be positive, got " + std::to_string(p.step));
   const std::vector<zo::MeanElements> els = zo::read_elements(p.tle);
   const auto [jd0, fr0] = zo::elements_start(els, p.start);
-  const long steps = static_cast<long>(std::floor(p.minutes * 60.0 / p.step + 1e-9));
-  ZEN_ENFORCE(steps < 100000000L, "--minutes / --step gives " + std::to_string(steps) + " steps (too many)");
+  const double nsteps = std::floor(p.minutes * 60.0 / p.step + 1e-9);
+  ZEN_ENFORCE(nsteps < 1e8, "--minutes / --step gives " + std::to_string(nsteps) + " steps (too many)");
+  const long steps = static_cast<long>(nsteps);
   std::ofstream file;
   if (!p.out.empty() && p.out != "-") {
     file.open(p.out);
