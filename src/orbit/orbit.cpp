@@ -7,13 +7,14 @@
 namespace zen::orbit {
 
 const char* propagator_name(Propagator p) noexcept {
-  return p == Propagator::J2 ? "j2" : "two-body";
+  return p == Propagator::J2 ? "j2" : p == Propagator::Sgp4 ? "sgp4" : "two-body";
 }
 
 Propagator parse_propagator(const std::string& name) {
   if (name == "two-body" || name == "twobody") return Propagator::TwoBody;
   if (name == "j2") return Propagator::J2;
-  ZEN_THROW(Result::InvalidArgument, "unknown propagator '" + name + "' (expected two-body or j2)");
+  if (name == "sgp4") return Propagator::Sgp4;
+  ZEN_THROW(Result::InvalidArgument, "unknown propagator '" + name + "' (expected two-body, j2 or sgp4)");
 }
 
 double mean_motion(double radius_m) {
@@ -71,6 +72,21 @@ Vec3 ground_ecef(const GroundStation& gs) {
   const double r = kEarthRadius + gs.alt_m;
   const double lat = gs.lat_deg * kDegToRad, lon = gs.lon_deg * kDegToRad;
   return Vec3(r * std::cos(lat) * std::cos(lon), r * std::cos(lat) * std::sin(lon), r * std::sin(lat));
+}
+
+Vec3 geodetic_ecef(const GroundStation& gs) {
+  ZEN_ENFORCE(gs.lat_deg >= -90.0 && gs.lat_deg <= 90.0,
+              "ground station '" + gs.name + "' latitude " + std::to_string(gs.lat_deg) + " out of [-90, 90]");
+  const double e2 = kWgs84F * (2.0 - kWgs84F);
+  const double lat = gs.lat_deg * kDegToRad, lon = gs.lon_deg * kDegToRad;
+  const double s = std::sin(lat), c = std::cos(lat);
+  const double N = kWgs84A / std::sqrt(1.0 - e2 * s * s);
+  return Vec3((N + gs.alt_m) * c * std::cos(lon), (N + gs.alt_m) * c * std::sin(lon), (N * (1.0 - e2) + gs.alt_m) * s);
+}
+
+Vec3 geodetic_up(const GroundStation& gs) {
+  const double lat = gs.lat_deg * kDegToRad, lon = gs.lon_deg * kDegToRad;
+  return Vec3(std::cos(lat) * std::cos(lon), std::cos(lat) * std::sin(lon), std::sin(lat));
 }
 
 Vec3 ecef_to_eci(const Vec3& e, double theta) {

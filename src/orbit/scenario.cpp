@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -10,10 +12,134 @@
 #include <nlohmann/json.hpp>
 
 #include "zen/error.hpp"
+#include "zen/orbit/time.hpp"
 
 namespace zen::orbit {
 
 using json = nlohmann::json;
+
+double minutes_since_epoch(const MeanElements& e, double start_jd, double start_frac, double t_s) {
+  return ((start_jd - e.epoch_jd) + (start_frac - e.epoch_jd_frac)) * 1440.0 + t_s / 60.0;
+}
+
+SatState sgp4_state(const Sgp4& model, int sat, double start_jd, double start_frac, double t_s) {
+  const MeanElements& e = model.elements();
+  const double tsince = minutes_since_epoch(e, start_jd, start_frac, t_s);
+  try {
+    const Sgp4::State st = model.propagate_minutes(tsince);
+    return SatState{st.r_km * 1e3, st.v_km_s * 1e3};
+  } catch (const Sgp4Error& err) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, " at t = %.3f s after the start (%s, %.3f min from its epoch %s)", t_s,
+                  format_utc(start_jd, start_frac + t_s / 86400.0).c_str(), tsince, e.epoch_utc.c_str());
+    ZEN_THROW(Result::InvalidArgument, "satellite " + std::to_string(sat) + " '" + e.name + "' (catalog " +
+                                           std::to_string(e.catalog_number) + "): SGP4 error " +
+                                           std::to_string(err.code()) + buf + ": " + err.what());
+  }
+}
+
+namespace {
+
+struct PlaneObs {
+  Vec3 normal;  // unit r x v
+  double sma_m = 0.0;
+  CircularOrbit circ;
+};
+
+PlaneObs plane_obs(const Satellite& s, int k, double start_jd, double start_frac) {
+  ZEN_ENFORCE(s.elements.has_value(), "satellite " + std::to_string(k) + " has no mean elements");
+  const Sgp4 model(*s.elements);
+  const SatState st = sgp4_state(model, k, start_jd, start_frac, 0.0);
+  const Vec3 h = st.r_m.cross(st.v_m_s);
+  ZEN_ENFORCE(h.norm() > 0.0, "satellite " + std::to_string(k) + " '" + s.elements->name +
+                                  "': zero angular momentum at the start");
+  PlaneObs o;
+  o.normal = h.normalized();
+  const double r = st.r_m.norm();
+  const double inv_a = 2.0 / r - st.v_m_s.squaredNorm() / kEarthMu;
+  o.sma_m = inv_a > 0.0 ? 1.0 / inv_a : 1e300;
+  o.circ.altitude_m = r - kEarthRadius;
+  o.circ.inclination_rad = std::acos(std::clamp(o.normal.z(), -1.0, 1.0));
+  double raan = std::atan2(o.normal.x(), -o.normal.y());
+  if (raan < 0.0) raan += kTwoPi;
+  o.circ.raan_rad = raan;
+  const Vec3 node(std::cos(raan), std::sin(raan), 0.0);
+  double u = std::atan2(node.cross(st.r_m).dot(o.normal), node.dot(st.r_m));
+  if (u < 0.0) u += kTwoPi;
+  o.circ.arg_lat_rad = u;
+  return o;
+}
+
+double normal_angle(const Vec3& a, const Vec3& b) { return std::atan2(a.cross(b).norm(), a.dot(b)); }
+
+}  // namespace
+
+void assign_planes(std::vector<Satellite>& sats, double start_jd, double start_frac, const PlaneClustering& th) {
+  ZEN_ENFORCE(th.max_normal_angle_deg >= 0.0 && th.max_sma_diff_km >= 0.0,
+              "plane clustering thresholds must be >= 0, got " + std::to_string(th.max_normal_angle_deg) + " deg, " +
+                  std::to_string(th.max_sma_diff_km) + " km");
+  const std::size_t n = sats.size();
+  std::vector<PlaneObs> obs;
+  obs.reserve(n);
+  for (std::size_t k = 0; k < n; ++k) obs.push_back(plane_obs(sats[k], static_cast<int>(k), start_jd, start_frac));
+  const double max_angle = th.max_normal_angle_deg * kDegToRad, max_da = th.max_sma_diff_km * 1e3;
+  struct Cluster {
+    Vec3 nsum = Vec3::Zero();
+    double asum = 0.0;
+    int count = 0;
+    Vec3 normal() const { return nsum.normalized(); }
+    double sma() const { return asum / count; }
+  };
+  auto fits = [&](const Cluster& c, const PlaneObs& o, double* angle) {
+    *angle = normal_angle(c.normal(), o.normal);
+    return *angle <= max_angle && std::abs(c.sma() - o.sma_m) <= max_da;
+  };
+  // Pass 1: leader clustering in file order against the running plane means.
+  std::vector<Cluster> cl;
+  std::vector<int> of(n, -1);
+  for (std::size_t k = 0; k < n; ++k) {
+    double ang = 0.0;
+    for (std::size_t c = 0; c < cl.size() && of[k] < 0; ++c)
+      if (fits(cl[c], obs[k], &ang)) of[k] = static_cast<int>(c);
+    if (of[k] < 0) {
+      of[k] = static_cast<int>(cl.size());
+      cl.emplace_back();
+    }
+    Cluster& c = cl[static_cast<std::size_t>(of[k])];
+    c.nsum += obs[k].normal, c.asum += obs[k].sma_m, ++c.count;
+  }
+  // Pass 2: each satellite to the closest plane mean within the thresholds (else a plane of its own).
+  std::vector<int> of2(n, -1);
+  int extra = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    double best = 1e300;
+    for (std::size_t c = 0; c < cl.size(); ++c) {
+      double ang = 0.0;
+      if (fits(cl[c], obs[k], &ang) && ang < best) best = ang, of2[k] = static_cast<int>(c);
+    }
+    if (of2[k] < 0) of2[k] = static_cast<int>(cl.size()) + extra++;
+  }
+  // Number the planes by their first member in file order; slots by argument of latitude.
+  std::map<int, int> plane_id;
+  for (std::size_t k = 0; k < n; ++k)
+    if (!plane_id.count(of2[k])) {
+      const int id = static_cast<int>(plane_id.size());
+      plane_id[of2[k]] = id;
+    }
+  std::map<int, std::vector<int>> members;
+  for (std::size_t k = 0; k < n; ++k) members[plane_id[of2[k]]].push_back(static_cast<int>(k));
+  for (auto& [p, ids] : members) {
+    std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) {
+      return obs[static_cast<std::size_t>(a)].circ.arg_lat_rad < obs[static_cast<std::size_t>(b)].circ.arg_lat_rad;
+    });
+    for (std::size_t j = 0; j < ids.size(); ++j) {
+      Satellite& s = sats[static_cast<std::size_t>(ids[j])];
+      s.plane = p;
+      s.slot = static_cast<int>(j);
+      s.orbit = obs[static_cast<std::size_t>(ids[j])].circ;
+    }
+  }
+}
 
 const char* walker_pattern_name(WalkerPattern p) noexcept {
   return p == WalkerPattern::Star ? "star" : "delta";
@@ -98,7 +224,7 @@ int count_planes(const std::vector<Satellite>& sats) {
 
 const std::set<std::string> kTopKeys = {"name", "base", "propagator", "epoch_utc", "gmst0_deg",
                                         "elevation_mask_deg", "atmosphere_margin_km", "walker",
-                                        "satellites", "servers", "links"};
+                                        "satellites", "servers", "links", "tle", "start_utc"};
 const std::set<std::string> kLinksKeys = {"isl", "server"};
 const std::set<std::string> kLinkKeys = {"preset",      "frequency_ghz", "bandwidth_mhz", "tx_power_dbw",
                                          "gain_tx_dbi", "gain_rx_dbi",   "noise_temp_k",  "losses_db",
@@ -284,7 +410,48 @@ Scenario Scenario::named(const std::string& name) {
   return sc;
 }
 
-Scenario Scenario::from_json_text(const std::string& text) {
+std::pair<double, double> elements_start(const std::vector<MeanElements>& elements, const std::string& start_utc) {
+  ZEN_ENFORCE(!elements.empty(), "SGP4 scenario: no element sets");
+  if (!start_utc.empty()) return parse_utc(start_utc);
+  // The earliest epoch (compare the split form: day first, then fraction).
+  const MeanElements* first = &elements[0];
+  for (const auto& e : elements)
+    if ((e.epoch_jd - first->epoch_jd) + (e.epoch_jd_frac - first->epoch_jd_frac) < 0.0) first = &e;
+  return {first->epoch_jd, first->epoch_jd_frac};
+}
+
+Scenario Scenario::from_elements(const std::vector<MeanElements>& elements, const std::string& start_utc,
+                                 std::vector<ServerNode> servers, const PlaneClustering& thresholds) {
+  ZEN_ENFORCE(!elements.empty(), "SGP4 scenario: no element sets");
+  Scenario sc;
+  sc.name = "sgp4";
+  sc.propagator = Propagator::Sgp4;
+  std::tie(sc.start_jd, sc.start_jd_frac) = elements_start(elements, start_utc);
+  sc.epoch_utc = format_utc(sc.start_jd, sc.start_jd_frac);
+  sc.gmst0_rad = gmst_rad(sc.start_jd + sc.start_jd_frac);  // UT1 = UTC
+  for (std::size_t k = 0; k < elements.size(); ++k) {
+    Satellite s;
+    s.id = static_cast<int>(k);
+    s.name = elements[k].name.empty() ? "sat" + std::to_string(k) : elements[k].name;
+    s.elements = elements[k];
+    sc.satellites.push_back(std::move(s));
+  }
+  assign_planes(sc.satellites, sc.start_jd, sc.start_jd_frac, thresholds);
+  sc.planes = count_planes(sc.satellites);
+  sc.servers = servers.empty() ? std::vector<ServerNode>{meo_server()} : std::move(servers);
+  sc.validate();
+  return sc;
+}
+
+Scenario Scenario::from_elements_file(const std::string& path, const std::string& start_utc,
+                                      std::vector<ServerNode> servers, const PlaneClustering& thresholds) {
+  Scenario sc = from_elements(read_elements(path), start_utc, std::move(servers), thresholds);
+  sc.name = std::filesystem::path(path).stem().string();
+  sc.elements_file = path;
+  return sc;
+}
+
+Scenario Scenario::from_json_text(const std::string& text, const std::string& base_dir) {
   json j;
   try {
     j = json::parse(text);
@@ -304,6 +471,31 @@ Scenario Scenario::from_json_text(const std::string& text) {
     sc.elevation_mask_deg = get_num(j, "elevation_mask_deg", sc.elevation_mask_deg, "scenario");
     sc.atmosphere_margin_m = get_num(j, "atmosphere_margin_km", sc.atmosphere_margin_m / 1e3, "scenario") * 1e3;
 
+    if (j.contains("tle")) {
+      // SGP4 constellation from a TLE / OMM file (path relative to the JSON file).
+      ZEN_ENFORCE(!j.contains("walker") && !j.contains("satellites"),
+                  "scenario JSON: 'tle' replaces the constellation; drop 'walker' / 'satellites'");
+      ZEN_ENFORCE(!j.contains("gmst0_deg") && !j.contains("epoch_utc"),
+                  "scenario JSON: with 'tle' the start ('start_utc', default the earliest epoch) sets the epoch and "
+                  "GMST; drop 'gmst0_deg' / 'epoch_utc'");
+      ZEN_ENFORCE(sc.propagator == Propagator::Sgp4 || !j.contains("propagator"),
+                  "scenario JSON: 'tle' needs propagator sgp4, got '" + std::string(propagator_name(sc.propagator)) + "'");
+      std::filesystem::path path = j.at("tle").get<std::string>();
+      if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
+      const std::string start = j.contains("start_utc") ? j.at("start_utc").get<std::string>() : std::string();
+      const Scenario e = from_elements_file(path.string(), start);
+      sc.satellites = e.satellites;
+      sc.propagator = Propagator::Sgp4;
+      sc.start_jd = e.start_jd;
+      sc.start_jd_frac = e.start_jd_frac;
+      sc.epoch_utc = e.epoch_utc;
+      sc.gmst0_rad = e.gmst0_rad;
+      sc.elements_file = e.elements_file;
+      sc.walker.reset();
+      if (sc.servers.empty()) sc.servers = e.servers;
+      if (!j.contains("name")) sc.name = e.name;
+    }
+    ZEN_ENFORCE(!j.contains("start_utc") || j.contains("tle"), "scenario JSON: 'start_utc' needs 'tle'");
     if (j.contains("walker") || j.contains("satellites")) sc.satellites.clear();
     const std::optional<WalkerSpec> base_walker = sc.walker;
     sc.walker.reset();
@@ -324,7 +516,7 @@ Scenario Scenario::from_json_text(const std::string& text) {
       spec.u0_deg = get_num(w, "u0_deg", spec.u0_deg, "walker");
       sc.satellites = make_walker(spec);
       sc.walker = spec;
-    } else if (!j.contains("satellites")) {
+    } else if (!j.contains("satellites") && !j.contains("tle")) {
       sc.walker = base_walker;  // the base's constellation stays
     }
     if (j.contains("satellites")) {
@@ -384,15 +576,23 @@ Scenario Scenario::from_file(const std::string& path) {
   ZEN_CHECK_CODE(in.good(), Result::SystemError, "cannot open scenario file '" + path + "'");
   std::stringstream ss;
   ss << in.rdbuf();
-  return from_json_text(ss.str());
+  return from_json_text(ss.str(), std::filesystem::path(path).parent_path().string());
 }
 
 std::string Scenario::to_json_text() const {
   json j;
   j["name"] = name;
   j["propagator"] = propagator_name(propagator);
-  j["epoch_utc"] = epoch_utc;
-  j["gmst0_deg"] = gmst0_rad * kRadToDeg;
+  if (propagator == Propagator::Sgp4) {
+    // The elements stay in their file; the start fixes the epoch and GMST.
+    ZEN_ENFORCE(!elements_file.empty(), "to_json_text: SGP4 scenario '" + name +
+                                            "' was not read from a file (JSON refers to the elements by path)");
+    j["tle"] = std::filesystem::absolute(elements_file).string();
+    j["start_utc"] = format_utc(start_jd, start_jd_frac);
+  } else {
+    j["epoch_utc"] = epoch_utc;
+    j["gmst0_deg"] = gmst0_rad * kRadToDeg;
+  }
   j["elevation_mask_deg"] = elevation_mask_deg;
   j["atmosphere_margin_km"] = atmosphere_margin_m / 1e3;
   // A Walker constellation as its editable block; only the satellites after it are listed.
@@ -409,6 +609,7 @@ std::string Scenario::to_json_text() const {
     first_extra = static_cast<size_t>(walker->total);
   }
   json sats = json::array();
+  if (propagator == Propagator::Sgp4) first_extra = satellites.size();
   for (size_t k = first_extra; k < satellites.size(); ++k) {
     const Satellite& s = satellites[k];
     json o = orbit_json(s.orbit);
@@ -417,7 +618,7 @@ std::string Scenario::to_json_text() const {
     o["name"] = s.name;
     sats.push_back(o);
   }
-  if (!j.contains("walker") || !sats.empty()) j["satellites"] = sats;
+  if ((!j.contains("walker") && !j.contains("tle")) || !sats.empty()) j["satellites"] = sats;
   json servs = json::array();
   for (const auto& s : servers) {
     if (s.kind == ServerNode::Kind::Satellite) {
@@ -450,6 +651,12 @@ void Scenario::validate() const {
   std::map<int, std::set<int>> slots;
   for (std::size_t k = 0; k < satellites.size(); ++k) {
     const Satellite& s = satellites[k];
+    ZEN_ENFORCE(s.elements.has_value() == (propagator == Propagator::Sgp4),
+                "satellite " + std::to_string(k) + " '" + s.name + "': " +
+                    (propagator == Propagator::Sgp4
+                         ? std::string("propagator sgp4 needs mean elements for every satellite (a TLE / OMM file: "
+                                       "--tle, or \"tle\" in the scenario JSON)")
+                         : std::string("has mean elements but the propagator is ") + propagator_name(propagator)));
     ZEN_ENFORCE(s.id == static_cast<int>(k), "satellite at index " + std::to_string(k) + " has id " + std::to_string(s.id));
     ZEN_ENFORCE(s.plane >= 0 && s.slot >= 0, "satellite " + std::to_string(k) + " has negative plane/slot (" +
                                                   std::to_string(s.plane) + ", " + std::to_string(s.slot) + ")");

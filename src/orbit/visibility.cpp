@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "zen/error.hpp"
+#include "zen/orbit/time.hpp"
 
 namespace zen::orbit {
 
@@ -90,8 +91,35 @@ RingInfo ring_info(const Scenario& sc, int plane) {
   info.sats = static_cast<int>(ids.size());
   const double R = kEarthRadius + sc.atmosphere_margin_m;
   const int S = info.sats;
-  // Uniform: same radius, inclination and RAAN, equal spacing of u.
   const CircularOrbit& o0 = sc.satellites[ids[0]].orbit;
+  if (sc.propagator == Propagator::Sgp4) {
+    // Real orbits: never uniform (the FL timing checks every hop when it is used); chords at the start.
+    // A plane of one has no ISL: uniform as in the circular path (nothing to check, no self-link).
+    info.uniform = S == 1;
+    std::vector<Vec3> r;
+    for (int id : ids)
+      r.push_back(sgp4_state(Sgp4(*sc.satellites[static_cast<std::size_t>(id)].elements), id, sc.start_jd,
+                             sc.start_jd_frac, 0.0)
+                      .r_m);
+    if (S == 1) {
+      info.feasible = true;
+      info.chord_clearance_m = r[0].norm() - kEarthRadius;
+      return info;
+    }
+    double min_closest = 1e300;
+    bool feasible = true;
+    for (int k = 0; k < S; ++k) {
+      const Vec3 &ra = r[static_cast<std::size_t>(k)], &rb = r[static_cast<std::size_t>((k + 1) % S)];
+      info.neighbour_distance_m = std::max(info.neighbour_distance_m, (ra - rb).norm());
+      const double closest = segment_origin_distance(ra, rb);
+      min_closest = std::min(min_closest, closest);
+      if (!(closest > R)) feasible = false;
+    }
+    info.chord_clearance_m = min_closest - kEarthRadius;
+    info.feasible = feasible;
+    return info;
+  }
+  // Uniform: same radius, inclination and RAAN, equal spacing of u.
   bool uniform = true;
   for (int k = 0; k < S; ++k) {
     const CircularOrbit& o = sc.satellites[ids[k]].orbit;
@@ -136,6 +164,17 @@ std::vector<std::string> ring_warnings(const Scenario& sc) {
     if (r.feasible) continue;
     const double alt = sc.satellites[sc.plane_members(r.plane)[0]].orbit.altitude_m;
     char buf[400];
+    if (!r.uniform) {
+      // Real (SGP4) or hand-made planes: uneven spacing, not an altitude question.
+      std::snprintf(buf, sizeof buf,
+                    "plane %d: %d satellites near %.1f km: a neighbour ISL (largest %.1f km) is blocked at t = 0, its "
+                    "chord passes %.1f km below r_E + margin (%.1f km); the FL timing checks every hop when it is used",
+                    r.plane, r.sats, alt / 1e3, r.neighbour_distance_m / 1e3,
+                    (kEarthRadius + sc.atmosphere_margin_m - (r.chord_clearance_m + kEarthRadius)) / 1e3,
+                    sc.atmosphere_margin_m / 1e3);
+      out.emplace_back(buf);
+      continue;
+    }
     std::snprintf(buf, sizeof buf,
                   "plane %d: %d satellites at %.1f km: neighbour ISL (%.1f km) is blocked, its chord passes "
                   "%.1f km below r_E + margin (%.1f km); a ring of %d needs altitude >= %.1f km",
@@ -150,17 +189,49 @@ std::vector<std::string> ring_warnings(const Scenario& sc) {
 
 Geometry::Geometry(const Scenario& sc) : sc_(sc), block_radius_(kEarthRadius + sc.atmosphere_margin_m) {
   sc_.validate();
+  const bool sgp4 = sc_.propagator == Propagator::Sgp4;
   for (const auto& s : sc_.satellites) sats_.emplace_back(s.orbit, sc_.propagator);
   for (const auto& s : sc_.servers) {
     const bool ground = s.kind == ServerNode::Kind::Ground;
     is_ground_.push_back(ground ? 1 : 0);
     server_orbits_.push_back(ground ? Trajectory() : Trajectory(s.orbit, sc_.propagator));
-    station_ecef_.push_back(ground ? ground_ecef(s.station) : Vec3::Zero());
+    station_ecef_.push_back(!ground ? Vec3::Zero() : sgp4 ? geodetic_ecef(s.station) : ground_ecef(s.station));
+    station_up_.push_back(ground && sgp4 ? geodetic_up(s.station) : Vec3::Zero());
   }
   const int ns = num_servers();
   const double mask = sc_.elevation_mask_deg * kDegToRad;
   limit_.resize(sats_.size() * static_cast<std::size_t>(ns));
   rate_bound_.resize(limit_.size());
+  if (sgp4) {
+    for (std::size_t k = 0; k < sats_.size(); ++k) {
+      const MeanElements& e = *sc_.satellites[k].elements;
+      sgp4_.emplace_back(Sgp4(e));
+      const double n = e.mean_motion_rev_per_day * kTwoPi / 86400.0;
+      const double a = std::cbrt(kEarthMu / (n * n));
+      // Radius bound of the step bound: half the mean perigee altitude above the equatorial radius.
+      const double rp = a * (1.0 - e.eccentricity);
+      ZEN_ENFORCE(rp > kWgs84A, "satellite " + std::to_string(k) + " '" + sc_.satellites[k].name +
+                                    "': mean perigee radius " + std::to_string(rp / 1e3) +
+                                    " km is below the Earth's equatorial radius");
+      r_lo_.push_back(kWgs84A + 0.5 * (rp - kWgs84A));
+      const double v_hi = std::sqrt(2.0 * kEarthMu / r_lo_[k]);  // any bound orbit: v^2 < 2 mu / r
+      for (int p = 0; p < ns; ++p) {
+        const std::size_t idx = k * static_cast<std::size_t>(ns) + static_cast<std::size_t>(p);
+        if (is_ground_[p]) {
+          const double rs = station_ecef_[p].norm();
+          const double range_lo = r_lo_[k] - rs;
+          ZEN_ENFORCE(range_lo > 0.0, "satellite " + std::to_string(k) + " '" + sc_.satellites[k].name +
+                                          "': perigee too low for the window scan's bound (radius bound " +
+                                          std::to_string(r_lo_[k] / 1e3) + " km is not above station '" +
+                                          sc_.servers[p].name + "')");
+          rate_bound_[idx] = (v_hi + kEarthRotation * rs) / range_lo + kEarthRotation;
+        } else {
+          rate_bound_[idx] = std::max(v_hi, server_orbits_[p].radius() * server_orbits_[p].max_turn_rate());
+        }
+      }
+    }
+    return;
+  }
   for (std::size_t k = 0; k < sats_.size(); ++k) {
     for (int p = 0; p < ns; ++p) {
       const std::size_t idx = k * static_cast<std::size_t>(ns) + static_cast<std::size_t>(p);
@@ -176,7 +247,21 @@ Geometry::Geometry(const Scenario& sc) : sc_(sc), block_radius_(kEarthRadius + s
   }
 }
 
-Vec3 Geometry::sat_position(int sat, double t) const { return sats_.at(static_cast<std::size_t>(sat)).position(t); }
+const Sgp4* Geometry::sgp4(int sat) const {
+  ZEN_ENFORCE(sat >= 0 && sat < num_satellites(), "satellite index " + std::to_string(sat) + " out of range");
+  return sgp4_.empty() ? nullptr : &*sgp4_[static_cast<std::size_t>(sat)];
+}
+
+Vec3 Geometry::sgp4_position(std::size_t sat, double t) const {
+  return sgp4_state(*sgp4_[sat], static_cast<int>(sat), sc_.start_jd, sc_.start_jd_frac, t).r_m;
+}
+
+Vec3 Geometry::sat_position(int sat, double t) const {
+  const std::size_t k = static_cast<std::size_t>(sat);
+  ZEN_ENFORCE(sat >= 0 && k < sats_.size(), "satellite index " + std::to_string(sat) + " out of range");
+  if (!sgp4_.empty()) return sgp4_position(k, t);
+  return sats_[k].position(t);
+}
 
 Vec3 Geometry::server_position(int peer, double t) const {
   const std::size_t p = static_cast<std::size_t>(peer);
@@ -190,6 +275,30 @@ double Geometry::distance(int sat, int peer, double t) const {
 }
 
 double Geometry::margin(int sat, int peer, double t) const {
+  if (!sgp4_.empty()) {
+    ZEN_ENFORCE(sat >= 0 && sat < num_satellites(), "satellite index " + std::to_string(sat) + " out of range");
+    const std::size_t k = static_cast<std::size_t>(sat), p = static_cast<std::size_t>(peer);
+    const SatState st = sgp4_state(*sgp4_[k], sat, sc_.start_jd, sc_.start_jd_frac, t);
+    const Vec3& a = st.r_m;
+    const Vec3 b = server_position(peer, t);
+    // The step bound assumes |r| >= r_lo and hence |v| <= sqrt(2 mu / r_lo): check both here.
+    const double v_hi = std::sqrt(2.0 * kEarthMu / r_lo_[k]);
+    if (a.norm() < r_lo_[k] || st.v_m_s.norm() > v_hi) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "': at t = %.3f s radius %.1f km, speed %.3f km/s; the window scan's step bound "
+                    "assumes radius >= %.1f km and speed <= %.3f km/s", t, a.norm() / 1e3, st.v_m_s.norm() / 1e3,
+                    r_lo_[k] / 1e3, v_hi / 1e3);
+      ZEN_THROW(Result::InvalidArgument, "satellite " + std::to_string(sat) + " '" + sc_.satellites[k].name + buf +
+                                             " (half its mean perigee altitude above the equatorial radius): it is "
+                                             "decaying or t is too far from the element epoch");
+    }
+    if (is_ground_[p]) {
+      const Vec3 up = ecef_to_eci(station_up_[p], gmst(t, sc_.gmst0_rad));
+      const Vec3 d = a - b;
+      return std::asin(std::clamp(d.dot(up) / d.norm(), -1.0, 1.0)) - sc_.elevation_mask_deg * kDegToRad;
+    }
+    return segment_origin_distance(a, b) - block_radius_;
+  }
   const Vec3 a = sat_position(sat, t);
   const Vec3 b = server_position(peer, t);
   return limit_[static_cast<std::size_t>(sat) * is_ground_.size() + static_cast<std::size_t>(peer)] -

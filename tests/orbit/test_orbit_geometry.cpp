@@ -98,7 +98,8 @@ TEST(J2, SecularRatesMatchReference) {
   const zo::Trajectory tr(o, zo::Propagator::J2);
   EXPECT_NEAR(tr.raan(day) - tr.raan(0), r.raan_dot * day, 1e-12);
   EXPECT_EQ(zo::parse_propagator("j2"), zo::Propagator::J2);
-  EXPECT_THROW(zo::parse_propagator("sgp4"), zen::Error);
+  EXPECT_EQ(zo::parse_propagator("sgp4"), zo::Propagator::Sgp4);
+  EXPECT_THROW(zo::parse_propagator("SGP4"), zen::Error);
 }
 
 TEST(Ring, ReferenceChordAndFeasibility) {

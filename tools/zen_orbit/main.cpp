@@ -26,6 +26,9 @@
 #include "zen/orbit/contact.hpp"
 #include "zen/orbit/link.hpp"
 #include "zen/orbit/scenario.hpp"
+#include "zen/orbit/sgp4.hpp"
+#include "zen/orbit/time.hpp"
+#include "zen/orbit/tle.hpp"
 #include "zen/orbit/visibility.hpp"
 
 namespace zo = zen::orbit;
@@ -39,28 +42,60 @@ struct ScenarioArgs {
   double days = 1.0;
   unsigned threads = 0;
   std::vector<std::string> servers;  // --server (repeatable): replace the scenario's servers
+  std::vector<std::string> stations;  // --station (repeatable): ground stations, with the servers
+  std::string tle;                   // --tle: SGP4 scenario from a TLE / OMM file
+  std::string start;                 // --start: UTC of t = 0 (with --tle)
+  double mask_deg = -1.0;            // --mask: elevation mask (< 0: the scenario's)
 };
 
 void add_scenario_options(CLI::App* app, ScenarioArgs& a, bool with_days) {
   app->add_option("--scenario", a.name, "built-in scenario: reference, reference-star, bremen, northpole, starlink")
       ->capture_default_str();
   app->add_option("--config", a.config, "scenario JSON file (overrides --scenario; format in docs/orbit.md)");
-  app->add_option("--propagator", a.propagator, "two-body (default) or j2")
-      ->check(CLI::IsMember({"two-body", "j2"}));
+  app->add_option("--propagator", a.propagator, "two-body (default), j2, or sgp4 (needs --tle or a JSON with \"tle\")")
+      ->check(CLI::IsMember({"two-body", "j2", "sgp4"}));
+  app->add_option("--tle", a.tle,
+                  "SGP4 constellation from a TLE / OMM (JSON or CSV) file: satellite k = the k-th element set, planes "
+                  "grouped automatically (docs/orbit.md)");
+  app->add_option("--start", a.start, "with --tle: UTC of t = 0, e.g. 2022-06-17T00:00:00Z (default: the earliest epoch)");
+  app->add_option("--station", a.stations,
+                  "ground station server (repeatable) [NAME=]LAT,LON[,ALT_M] (deg, m; WGS-84 geodetic with --tle); "
+                  "added to the --server list");
+  app->add_option("--mask", a.mask_deg, "ground-station elevation mask [deg] (default: the scenario's, 10)");
   app->add_option("--threads", a.threads, "worker threads for window prediction (0 = all cores)");
   app->add_option("--server", a.servers,
                   "replace the servers (repeatable): meo, bremen, northpole or a ground station [NAME=]LAT,LON[,ALT_M]");
   if (with_days) app->add_option("--days", a.days, "prediction horizon in days")->capture_default_str();
 }
 
-zo::Scenario load(const ScenarioArgs& a) {
-  zo::Scenario sc = a.config.empty() ? zo::Scenario::named(a.name) : zo::Scenario::from_file(a.config);
-  if (!a.propagator.empty()) sc.propagator = zo::parse_propagator(a.propagator);
-  if (!a.servers.empty()) {
-    sc.servers.clear();
-    for (const auto& s : a.servers) sc.servers.push_back(zo::parse_server(s));
-    sc.validate();
+std::vector<zo::ServerNode> parse_servers(const std::vector<std::string>& servers,
+                                          const std::vector<std::string>& stations) {
+  std::vector<zo::ServerNode> out;
+  for (const auto& s : servers) out.push_back(zo::parse_server(s));
+  for (const auto& s : stations) {
+    out.push_back(zo::parse_server(s));
+    ZEN_ENFORCE(out.back().kind == zo::ServerNode::Kind::Ground,
+                "--station '" + s + "' is not a ground station ([NAME=]LAT,LON[,ALT_M]); use --server for satellites");
   }
+  return out;
+}
+
+zo::Scenario load(const ScenarioArgs& a) {
+  const std::vector<zo::ServerNode> servers = parse_servers(a.servers, a.stations);
+  zo::Scenario sc;
+  if (!a.tle.empty()) {
+    ZEN_ENFORCE(a.config.empty(), "--tle and --config: give one (a JSON config names its TLE file with \"tle\")");
+    ZEN_ENFORCE(a.propagator.empty() || a.propagator == "sgp4",
+                "--tle needs --propagator sgp4 (or none), got '" + a.propagator + "'");
+    sc = zo::Scenario::from_elements_file(a.tle, a.start, servers);
+  } else {
+    ZEN_ENFORCE(a.start.empty(), "--start needs --tle");
+    sc = a.config.empty() ? zo::Scenario::named(a.name) : zo::Scenario::from_file(a.config);
+    if (!a.propagator.empty()) sc.propagator = zo::parse_propagator(a.propagator);
+    if (!servers.empty()) sc.servers = servers;
+  }
+  if (a.mask_deg >= 0.0) sc.elevation_mask_deg = a.mask_deg;
+  sc.validate();
   for (const auto& w : zo::ring_warnings(sc)) std::cerr << "warning: " << w << "\n";
   return sc;
 }
@@ -115,10 +150,11 @@ int cmd_windows(const ScenarioArgs& a, const std::string& out) {
                "scenario %s (%s): %d satellites, %zu server endpoint(s), %.3f days\n"
                "windows: %zu total, per satellite mean %.3f (min %zu, max %zu)\n"
                "visible fraction: mean %.4f (min %.4f, max %.4f)\n"
-               "prediction time: %.3f s\n",
+               "prediction time: %.3f s\n%s",
                sc.name.c_str(), zo::propagator_name(sc.propagator), sc.num_satellites(), sc.servers.size(), a.days,
                plan.total_windows(), s.mean_windows, s.min_windows, s.max_windows, s.mean_fraction, s.min_fraction,
-               s.max_fraction, secs);
+               s.max_fraction, secs,
+               sc.propagator == zo::Propagator::Sgp4 ? ("t = 0 is " + sc.epoch_utc + " (UTC)\n").c_str() : "");
   return 0;
 }
 
@@ -144,7 +180,11 @@ int cmd_links(const ScenarioArgs& a, double bits) {
     const auto& srv = sc.servers[static_cast<std::size_t>(p)];
     double bound = 0.0, worst = 0.0;
     for (int k = 0; k < sc.num_satellites(); ++k) {
-      const double r_sat = geo.trajectory(k).radius();
+      double r_sat = geo.trajectory(k).radius();
+      if (const zo::Sgp4* m = geo.sgp4(k)) {  // SGP4: the mean apoapsis radius, not the circle at the start
+        const double n = m->elements().mean_motion_rev_per_day * zo::kTwoPi / 86400.0;
+        r_sat = std::cbrt(zo::kEarthMu / (n * n)) * (1.0 + m->elements().eccentricity);
+      }
       if (srv.kind == zo::ServerNode::Kind::Ground) {
         bound = std::max(bound, zo::max_slant_range(r_sat, zo::kEarthRadius + srv.station.alt_m, mask));
       } else {
@@ -193,6 +233,48 @@ int cmd_links(const ScenarioArgs& a, double bits) {
                   lp.rate_model != zo::RateModel::DvbS2 ? "" : (m ? m->name : "none"));
     }
   }
+  return 0;
+}
+
+struct PropagateArgs {
+  std::string tle, start, out;
+  double minutes = 0.0, step = 60.0;
+};
+
+// TEME states of every element set of a file at start + k * step, k = 0 .. floor(minutes * 60 / step).
+int cmd_propagate(const PropagateArgs& p) {
+  ZEN_ENFORCE(std::isfinite(p.minutes) && p.minutes >= 0.0, "--minutes must be >= 0, got " + std::to_string(p.minutes));
+  ZEN_ENFORCE(std::isfinite(p.step) && p.step > 0.0, "--step must be positive, got " + std::to_string(p.step));
+  const std::vector<zo::MeanElements> els = zo::read_elements(p.tle);
+  const auto [jd0, fr0] = zo::elements_start(els, p.start);
+  const double nsteps = std::floor(p.minutes * 60.0 / p.step + 1e-9);
+  ZEN_ENFORCE(nsteps < 1e8, "--minutes / --step gives " + std::to_string(nsteps) + " steps (too many)");
+  const long steps = static_cast<long>(nsteps);
+  std::ofstream file;
+  if (!p.out.empty() && p.out != "-") {
+    file.open(p.out);
+    ZEN_CHECK_CODE(file.good(), zen::Result::SystemError, "cannot write '" + p.out + "'");
+  }
+  std::ostream& os = file.is_open() ? static_cast<std::ostream&>(file) : std::cout;
+  os << "sat,name,catalog,t_s,utc,x_km,y_km,z_km,vx_km_s,vy_km_s,vz_km_s\n";
+  char buf[400];
+  for (std::size_t k = 0; k < els.size(); ++k) {
+    const zo::Sgp4 model(els[k]);
+    std::string name = els[k].name;
+    std::replace(name.begin(), name.end(), ',', ' ');
+    for (long i = 0; i <= steps; ++i) {
+      const double t = static_cast<double>(i) * p.step;
+      const zo::SatState st = zo::sgp4_state(model, static_cast<int>(k), jd0, fr0, t);
+      std::snprintf(buf, sizeof buf, "%zu,%s,%d,%.3f,%s,%.9f,%.9f,%.9f,%.12f,%.12f,%.12f\n", k, name.c_str(),
+                    els[k].catalog_number, t, zo::format_utc(jd0, fr0 + t / 86400.0).c_str(), st.r_m.x() / 1e3,
+                    st.r_m.y() / 1e3, st.r_m.z() / 1e3, st.v_m_s.x() / 1e3, st.v_m_s.y() / 1e3, st.v_m_s.z() / 1e3);
+      os << buf;
+    }
+  }
+  os.flush();
+  ZEN_CHECK_CODE(os.good(), zen::Result::SystemError, "write to '" + (p.out.empty() ? std::string("stdout") : p.out) + "' failed");
+  std::fprintf(stderr, "%zu satellites, %ld steps of %.3f s from %s (TEME, SGP4 WGS-72)\n", els.size(), steps + 1,
+               p.step, zo::format_utc(jd0, fr0).c_str());
   return 0;
 }
 
@@ -344,6 +426,10 @@ void add_fl_options(CLI::App* app, FlArgs& a) {
   auto& c = a.cfg;
   app->add_option("--scenario", c.scenario, "built-in scenario")->capture_default_str();
   app->add_option("--config", c.scenario_file, "scenario JSON file (overrides --scenario)");
+  app->add_option("--tle", c.tle_file, "SGP4 constellation from a TLE / OMM file (overrides --scenario; planes grouped "
+                                      "automatically; server: the MEO one unless --server / --station)");
+  app->add_option("--start", c.start_utc, "with --tle: UTC of t = 0 (default: the earliest epoch)");
+  app->add_option("--station", c.servers, "ground station server (repeatable) [NAME=]LAT,LON[,ALT_M], like --server");
   app->add_option("--server", c.servers,
                   "replace the servers (repeatable): meo, bremen (53.0N 8.8E), northpole or a ground station "
                   "[NAME=]LAT,LON[,ALT_M]");
@@ -502,7 +588,8 @@ int cmd_compare(FlArgs& a) {
                   r.ps_bits_per_round / 1e6, r.isl_bits_per_round / 1e6, r.final_accuracy);
     }
     std::printf("\n");
-    if (const zs::PaperSetup* paper = a.cfg.scenario_file.empty() ? zs::paper_setup(a.cfg.scenario) : nullptr) {
+    if (const zs::PaperSetup* paper =
+            a.cfg.scenario_file.empty() && a.cfg.tle_file.empty() ? zs::paper_setup(a.cfg.scenario) : nullptr) {
       std::printf("paper: %s\n  published: %.0fx training-time speed-up, %.0fx fewer server transfers\n",
                   paper->citation.c_str(), paper->speedup, paper->ps_traffic_reduction);
       for (std::size_t i = first + 1; i < runs.size(); ++i) {
@@ -559,6 +646,14 @@ int main(int argc, char** argv) {
   auto* windows = app.add_subcommand("windows", "predict server contact windows (CSV)");
   add_scenario_options(windows, wa, true);
   windows->add_option("--out", out, "CSV output file (default: stdout)");
+
+  PropagateArgs pra;
+  auto* propagate = app.add_subcommand("propagate", "SGP4 TEME position and velocity of every element set (CSV)");
+  propagate->add_option("--tle", pra.tle, "TLE / OMM (JSON or CSV) file")->required();
+  propagate->add_option("--start", pra.start, "UTC of t = 0 (default: the earliest epoch in the file)");
+  propagate->add_option("--minutes", pra.minutes, "span [min]")->required();
+  propagate->add_option("--step", pra.step, "step [s]")->capture_default_str();
+  propagate->add_option("--out", pra.out, "CSV output file (default: stdout)");
 
   ScenarioArgs la;
   double bits = 251200.0;
@@ -631,6 +726,7 @@ int main(int argc, char** argv) {
   }
   CLI11_PARSE(app, argc, argv);
   try {
+    if (propagate->parsed()) return cmd_propagate(pra);
     if (windows->parsed()) return cmd_windows(wa, out);
     if (links->parsed()) return cmd_links(la, bits);
     if (plot->parsed()) return cmd_plot(pa, dir, max_tracks, track_step);

@@ -15,13 +15,14 @@ namespace zen::orbit {
 
 using Vec3 = Eigen::Vector3d;
 
-/// Propagator: pure two-body (exactly periodic, default) or two-body plus J2 secular drift of the
-/// RAAN and the argument of latitude.
-enum class Propagator { TwoBody, J2 };
+/// Propagator: pure two-body (exactly periodic, default), two-body plus J2 secular drift of the
+/// RAAN and the argument of latitude, or SGP4 from each satellite's mean elements (Satellite::elements,
+/// zen/orbit/sgp4.hpp; server satellites of such a scenario stay circular two-body orbits).
+enum class Propagator { TwoBody, J2, Sgp4 };
 
-/// "two-body" or "j2".
+/// "two-body", "j2" or "sgp4".
 const char* propagator_name(Propagator p) noexcept;
-/// Parses "two-body" / "twobody" / "j2" (case-sensitive); throws zen::Error naming the value.
+/// Parses "two-body" / "twobody" / "j2" / "sgp4" (case-sensitive); throws zen::Error naming the value.
 Propagator parse_propagator(const std::string& name);
 
 /// A circular orbit (e = 0) given by its elements at the epoch.
@@ -42,7 +43,7 @@ double orbital_period(double radius_m);
 double orbital_speed(double radius_m);
 
 /// Secular rates of a circular orbit: dOmega/dt and du/dt [rad/s].
-/// Two-body: (0, n). J2 (kappa = J2 (R_eq/a)^2): dOmega/dt = -1.5 n kappa cos i,
+/// Two-body (and Sgp4, whose circular orbits are the server satellites): (0, n). J2 (kappa = J2 (R_eq/a)^2): dOmega/dt = -1.5 n kappa cos i,
 /// du/dt = n [1 + 1.5 kappa (4 cos^2 i - 1)].
 struct SecularRates {
   double raan_dot = 0.0;
@@ -73,13 +74,23 @@ class Trajectory {
   SecularRates rates_{};
 };
 
-/// A ground station on the spherical Earth (radius r_E + alt).
+/// A ground station: on the spherical Earth (radius r_E + alt, ground_ecef) in two-body / J2 scenarios, on
+/// the WGS-84 ellipsoid (geodetic lat/lon, alt above the ellipsoid, geodetic_ecef) in SGP4 scenarios.
 struct GroundStation {
   std::string name;
   double lat_deg = 0.0;
   double lon_deg = 0.0;
   double alt_m = 0.0;
 };
+
+/// WGS-84 ellipsoid (used for ground stations of SGP4 scenarios): a = 6378137 m, f = 1/298.257223563.
+constexpr double kWgs84A = 6378137.0;
+constexpr double kWgs84F = 1.0 / 298.257223563;
+/// Earth-fixed position [m] of a geodetic point (lat, lon on the WGS-84 ellipsoid, alt above it):
+/// N = a / sqrt(1 - e^2 sin^2 lat), r = ((N + h) cos lat cos lon, (N + h) cos lat sin lon, (N (1 - e^2) + h) sin lat).
+Vec3 geodetic_ecef(const GroundStation& gs);
+/// Unit normal of the WGS-84 ellipsoid at the station (the local zenith of geodetic latitude), Earth-fixed.
+Vec3 geodetic_up(const GroundStation& gs);
 
 /// GMST model: theta(t) = theta0 + omega_E t [rad].
 inline double gmst(double t, double theta0) noexcept { return theta0 + kEarthRotation * t; }

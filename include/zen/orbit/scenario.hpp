@@ -4,10 +4,13 @@
 /// settings. Loadable by name or from a JSON config (format in docs/orbit.md).
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "zen/orbit/link.hpp"
 #include "zen/orbit/orbit.hpp"
+#include "zen/orbit/sgp4.hpp"
+#include "zen/orbit/tle.hpp"
 
 namespace zen::orbit {
 
@@ -36,8 +39,51 @@ struct Satellite {
   int plane = 0;
   int slot = 0;
   std::string name;
+  /// Two-body / J2: the orbit. SGP4: the circular orbit closest to the satellite's SGP4 state at the
+  /// scenario start (radius |r| - r_E as altitude, inclination, RAAN and argument of latitude of r x v);
+  /// informational (JSON, plots), the geometry uses the elements.
   CircularOrbit orbit;
+  /// Mean elements (TLE / OMM): present exactly when the scenario's propagator is Sgp4.
+  std::optional<MeanElements> elements;
 };
+
+/// Minutes from an element set's epoch to t_s seconds after the UTC instant start_jd + start_frac
+/// (differences taken in the split form, so microseconds survive).
+double minutes_since_epoch(const MeanElements& e, double start_jd, double start_frac, double t_s);
+
+/// SGP4 state in metres and m/s (TEME).
+struct SatState {
+  Vec3 r_m;
+  Vec3 v_m_s;
+};
+/// model's state t_s seconds after the start. An Sgp4Error (decay, ...) becomes a zen::Error naming the
+/// satellite (`sat` = its index, the element set's name and catalog number), t_s, the UTC instant and
+/// the SGP4 code.
+SatState sgp4_state(const Sgp4& model, int sat, double start_jd, double start_frac, double t_s);
+
+/// The start (t = 0) of an SGP4 scenario of these element sets as (jd of 0h, day fraction): start_utc
+/// parsed (parse_utc) when given, else the earliest epoch. Throws zen::Error for no elements or a bad
+/// start.
+std::pair<double, double> elements_start(const std::vector<MeanElements>& elements, const std::string& start_utc = "");
+
+/// Thresholds of the automatic plane grouping of SGP4 satellites (docs/orbit.md, "Planes of real
+/// constellations"). Two satellites share a plane when the angle between their orbit normals
+/// (unit r x v at the start) is at most max_normal_angle_deg and their semi-major axes (from the
+/// osculating state, a = 1 / (2/r - v^2/mu)) differ by at most max_sma_diff_km.
+struct PlaneClustering {
+  double max_normal_angle_deg = 1.5;
+  double max_sma_diff_km = 25.0;
+};
+
+/// Groups satellites with mean elements into planes at the UTC instant start_jd + start_frac: each
+/// satellite in file order joins the first plane whose mean normal and mean semi-major axis are within
+/// the thresholds, else opens a new plane; then every satellite is reassigned once to the closest plane
+/// mean within the thresholds (a satellite near none keeps a plane of its own: a ring of 1). Planes are
+/// numbered by their first member in file order; slots within a plane follow the argument of latitude
+/// at the start, from the smallest in [0, 360) deg. Sets plane, slot and the circular `orbit` of each
+/// satellite. Throws zen::Error naming the satellite when SGP4 fails at the start.
+void assign_planes(std::vector<Satellite>& sats, double start_jd, double start_frac,
+                   const PlaneClustering& thresholds = {});
 
 /// Builds the T satellites of a Walker constellation in id order (k = p*S + j).
 std::vector<Satellite> make_walker(const WalkerSpec& spec);
@@ -71,6 +117,11 @@ struct Scenario {
   Propagator propagator = Propagator::TwoBody;
   std::string epoch_utc = "2021-10-24T14:58:51Z";  ///< informational; geometry uses seconds from it
   double gmst0_rad = 0.0;             ///< theta0 of theta(t) = theta0 + omega_E t
+  /// SGP4 scenarios: t = 0 is the UTC instant start_jd + start_jd_frac (default: the earliest element
+  /// epoch); gmst0_rad = gmst_rad(start) with UT1 = UTC; epoch_utc = format_utc(start).
+  double start_jd = 0.0, start_jd_frac = 0.0;
+  /// SGP4 scenarios read from a file: its path (written back by to_json_text as "tle").
+  std::string elements_file;
   double elevation_mask_deg = 10.0;   ///< ground-station minimum elevation
   double atmosphere_margin_m = 0.0;   ///< line of sight must clear r_E + margin (sat-sat links)
   /// Link budgets of the scenario (JSON "links": {"isl": {...}, "server": {...}}, docs/orbit.md);
@@ -81,14 +132,25 @@ struct Scenario {
   static std::vector<std::string> builtin_names();
   /// Built-in scenario by name (propagator two-body); throws zen::Error for an unknown name.
   static Scenario named(const std::string& name);
-  /// From JSON text / a JSON file (format in docs/orbit.md); throws zen::Error on bad input.
-  static Scenario from_json_text(const std::string& text);
+  /// From JSON text / a JSON file (format in docs/orbit.md); throws zen::Error on bad input. A
+  /// relative "tle" path is taken relative to base_dir (from_file: the JSON file's directory).
+  static Scenario from_json_text(const std::string& text, const std::string& base_dir = "");
   static Scenario from_file(const std::string& path);
+  /// SGP4 scenario of element sets (propagator Sgp4, satellites in the given order, planes from
+  /// assign_planes at the start). start_utc: ISO 8601 UTC (parse_utc); empty = the earliest epoch.
+  /// servers: empty = the default MEO server (20 000 km, equatorial). Throws zen::Error for no
+  /// elements, a bad start or SGP4 failing at the start.
+  static Scenario from_elements(const std::vector<MeanElements>& elements, const std::string& start_utc = "",
+                                std::vector<ServerNode> servers = {}, const PlaneClustering& thresholds = {});
+  /// from_elements(read_elements(path), ...), remembering the path.
+  static Scenario from_elements_file(const std::string& path, const std::string& start_utc = "",
+                                     std::vector<ServerNode> servers = {}, const PlaneClustering& thresholds = {});
   /// JSON of this scenario, loadable with from_json_text: the "walker" block (plus any extra
   /// satellites) when there is one, else the explicit satellite list.
   std::string to_json_text() const;
 
-  /// Checks ids, plane/slot consistency, radii above r_E; throws zen::Error naming the bad value.
+  /// Checks ids, plane/slot consistency, radii above r_E, elements present exactly for Sgp4; throws
+  /// zen::Error naming the bad value.
   void validate() const;
   int num_satellites() const noexcept { return static_cast<int>(satellites.size()); }
   /// Satellite ids of a plane, sorted by slot.

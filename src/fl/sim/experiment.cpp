@@ -22,8 +22,11 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 orbit::Scenario make_scenario(const ExperimentConfig& cfg) {
-  orbit::Scenario sc = cfg.scenario_file.empty() ? orbit::Scenario::named(cfg.scenario)
-                                                 : orbit::Scenario::from_file(cfg.scenario_file);
+  ZEN_ENFORCE(cfg.tle_file.empty() || cfg.scenario_file.empty(), "give a TLE file or a scenario file, not both");
+  ZEN_ENFORCE(cfg.start_utc.empty() || !cfg.tle_file.empty(), "a start time needs a TLE file");
+  orbit::Scenario sc = !cfg.tle_file.empty()        ? orbit::Scenario::from_elements_file(cfg.tle_file, cfg.start_utc)
+                       : cfg.scenario_file.empty() ? orbit::Scenario::named(cfg.scenario)
+                                                   : orbit::Scenario::from_file(cfg.scenario_file);
   // --server (repeatable): the listed endpoints replace the scenario's servers.
   std::vector<std::string> specs = cfg.servers;
   if (!cfg.server.empty()) specs.insert(specs.begin(), cfg.server);

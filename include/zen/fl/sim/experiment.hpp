@@ -18,6 +18,8 @@ namespace zen::fl::sim {
 struct ExperimentConfig {
   std::string scenario = "reference";  ///< built-in name
   std::string scenario_file;           ///< JSON config (overrides scenario)
+  std::string tle_file;                ///< TLE / OMM file: SGP4 scenario (orbit::Scenario::from_elements_file)
+  std::string start_utc;               ///< with tle_file: t = 0 (default: the earliest epoch)
   std::string server;                  ///< "" (scenario's own), meo, bremen, northpole
   std::vector<std::string> servers;    ///< more server specs (orbit::parse_server), after `server`
   std::string preset = "ka";
