@@ -256,7 +256,9 @@ TEST(Faults, FedAsyncAndDeadlineBaselineSurviveFaults) {
   for (const std::string scheme : {"fedasync", "baseline-deadline"}) {
     const Schedule s = simulate(scheme, ctx, 3);
     for (const Event& e : s.events)
-      if (e.from == 5 || e.to == 5) EXPECT_LT(e.start_s, 3000.0) << scheme << " event " << e.id;
+      if (e.from == 5 || e.to == 5) {
+        EXPECT_LT(e.start_s, 3000.0) << scheme << " event " << e.id;
+      }
     int failed = 0;
     for (const Event& e : s.events) failed += e.failed && e.from == 12;
     EXPECT_LE(failed, 1) << scheme;

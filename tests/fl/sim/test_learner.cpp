@@ -84,9 +84,13 @@ TEST(Learner, EveryTransferTravelsThroughTheCommunicatorWithItsSimulatedDuration
       EXPECT_NEAR(t.end_s - t.start_s, ctx.isl_time(e.from, e.to, e.start_s, e.bytes), 1e-12);
       EXPECT_EQ(t.bytes, sizeof(TransferHeader) + model_bytes);
     }
-    if (e.kind == EventKind::Download) EXPECT_EQ(t.bytes, sizeof(TransferHeader) + model_bytes);
+    if (e.kind == EventKind::Download) {
+      EXPECT_EQ(t.bytes, sizeof(TransferHeader) + model_bytes);
+    }
     // An aggregate costs a model plus its weight and member list, not float64 sums.
-    if (e.kind == EventKind::Upload) EXPECT_EQ(t.bytes, sizeof(TransferHeader) + model_bytes + 32 + 4 * e.members.size());
+    if (e.kind == EventKind::Upload) {
+      EXPECT_EQ(t.bytes, sizeof(TransferHeader) + model_bytes + 32 + 4 * e.members.size());
+    }
   }
   EXPECT_EQ(r.comm_bytes_sent, charged);
 }
@@ -141,8 +145,9 @@ TEST(Learner, CompressedUpdatesThroughZensSparseEncodings) {
         const Event& e = s.events[static_cast<std::size_t>(t.event)];
         EXPECT_EQ(t.bytes, e.bytes);
         charged += e.bytes;
-        if (e.kind == EventKind::Upload || e.kind == EventKind::IslAggregate)
+        if (e.kind == EventKind::Upload || e.kind == EventKind::IslAggregate) {
           EXPECT_EQ(t.bytes, sizeof(TransferHeader) + SparseAggregate::wire_bytes(7850, k, e.members.size()));
+        }
       }
       EXPECT_EQ(r.comm_bytes_sent, charged);
       EXPECT_LT(r.rows.back().loss, r.rows.front().loss) << s.scheme << " k " << k;  // it learns
@@ -278,7 +283,9 @@ TEST(Experiment, CsvPayloadBitsEqualTheBytesTheCommunicatorMoved) {
     }
     EXPECT_EQ(rows, static_cast<int>(r.schedule.updates.size()) + 1) << scheme;
     EXPECT_GT(ps, 0) << scheme;
-    if (scheme.rfind("ring", 0) == 0) EXPECT_GT(isl, 0) << scheme;
+    if (scheme.rfind("ring", 0) == 0) {
+      EXPECT_GT(isl, 0) << scheme;
+    }
     uint64_t after_last = 0;  // transfers still in flight at the last update (ring-async) are not in a row
     for (const Event& e : r.schedule.events)
       if (e.is_transfer() && !e.failed && e.end_s > r.schedule.end_time_s()) after_last += e.bytes;

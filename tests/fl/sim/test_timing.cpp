@@ -312,7 +312,9 @@ TEST(FedAsync, EveryArrivalIsOneStalenessWeightedUpdate) {
     const UpdateRecord& u = s.updates[i];
     ASSERT_EQ(u.members.size(), 1u);
     ++cycles[u.members[0]];
-    if (i) EXPECT_GE(u.time_s, s.updates[i - 1].time_s);
+    if (i) {
+      EXPECT_GE(u.time_s, s.updates[i - 1].time_s);
+    }
   }
   for (int k = 0; k < 40; ++k) EXPECT_EQ(cycles[k], 3) << k;
   std::vector<double> times;
