@@ -92,55 +92,38 @@ RingInfo ring_info(const Scenario& sc, int plane) {
   const double R = kEarthRadius + sc.atmosphere_margin_m;
   const int S = info.sats;
   const CircularOrbit& o0 = sc.satellites[ids[0]].orbit;
+  // Positions at t = 0: the chords of a circular plane stay constant; SGP4 planes are taken at the start.
+  std::vector<Vec3> r;
   if (sc.propagator == Propagator::Sgp4) {
-    // Real orbits: never uniform (the FL timing checks every hop when it is used); chords at the start.
+    // Real orbits: never uniform (the FL timing checks every hop when it is used).
     // A plane of one has no ISL: uniform as in the circular path (nothing to check, no self-link).
     info.uniform = S == 1;
-    std::vector<Vec3> r;
     for (int id : ids)
       r.push_back(sgp4_state(Sgp4(*sc.satellites[static_cast<std::size_t>(id)].elements), id, sc.start_jd,
                              sc.start_jd_frac, 0.0)
                       .r_m);
-    if (S == 1) {
-      info.feasible = true;
-      info.chord_clearance_m = r[0].norm() - kEarthRadius;
-      return info;
-    }
-    double min_closest = 1e300;
-    bool feasible = true;
+  } else {
+    // Uniform: same radius, inclination and RAAN, equal spacing of u.
+    bool uniform = true;
     for (int k = 0; k < S; ++k) {
-      const Vec3 &ra = r[static_cast<std::size_t>(k)], &rb = r[static_cast<std::size_t>((k + 1) % S)];
-      info.neighbour_distance_m = std::max(info.neighbour_distance_m, (ra - rb).norm());
-      const double closest = segment_origin_distance(ra, rb);
-      min_closest = std::min(min_closest, closest);
-      if (!(closest > R)) feasible = false;
+      const CircularOrbit& o = sc.satellites[ids[k]].orbit;
+      const double du = std::remainder(o.arg_lat_rad - o0.arg_lat_rad - kTwoPi * k / S, kTwoPi);
+      if (std::abs(o.altitude_m - o0.altitude_m) > 1e-6 || std::abs(o.inclination_rad - o0.inclination_rad) > 1e-12 ||
+          std::abs(std::remainder(o.raan_rad - o0.raan_rad, kTwoPi)) > 1e-12 || std::abs(du) > 1e-9)
+        uniform = false;
     }
-    info.chord_clearance_m = min_closest - kEarthRadius;
-    info.feasible = feasible;
-    return info;
+    info.uniform = uniform;
+    for (int id : ids) r.push_back(Trajectory(sc.satellites[static_cast<std::size_t>(id)].orbit, sc.propagator).position(0.0));
   }
-  // Uniform: same radius, inclination and RAAN, equal spacing of u.
-  bool uniform = true;
-  for (int k = 0; k < S; ++k) {
-    const CircularOrbit& o = sc.satellites[ids[k]].orbit;
-    const double du = std::remainder(o.arg_lat_rad - o0.arg_lat_rad - kTwoPi * k / S, kTwoPi);
-    if (std::abs(o.altitude_m - o0.altitude_m) > 1e-6 || std::abs(o.inclination_rad - o0.inclination_rad) > 1e-12 ||
-        std::abs(std::remainder(o.raan_rad - o0.raan_rad, kTwoPi)) > 1e-12 || std::abs(du) > 1e-9)
-      uniform = false;
-  }
-  info.uniform = uniform;
   if (S == 1) {
     info.feasible = true;
-    info.chord_clearance_m = o0.altitude_m;
+    info.chord_clearance_m = sc.propagator == Propagator::Sgp4 ? r[0].norm() - kEarthRadius : o0.altitude_m;
     return info;
   }
   double min_closest = 1e300;
   bool feasible = true;
   for (int k = 0; k < S; ++k) {
-    // Two-body geometry at t = 0: same-plane circular neighbours keep a constant chord.
-    const Trajectory a(sc.satellites[ids[k]].orbit, sc.propagator);
-    const Trajectory b(sc.satellites[ids[(k + 1) % S]].orbit, sc.propagator);
-    const Vec3 ra = a.position(0.0), rb = b.position(0.0);
+    const Vec3 &ra = r[static_cast<std::size_t>(k)], &rb = r[static_cast<std::size_t>((k + 1) % S)];
     info.neighbour_distance_m = std::max(info.neighbour_distance_m, (ra - rb).norm());
     const double closest = segment_origin_distance(ra, rb);
     min_closest = std::min(min_closest, closest);
