@@ -5,7 +5,7 @@
 #    and uncoalesced (one row per token occurrence) timed in the same rounds, n = 2 and 4;
 #  - scripts/demo.sh's synthetic sizes (1M..16M bytes, d = 1%, overlap 2, skew 1.1), n = 2 and 4;
 # both output forms. Output: one zen_perf table + JSON per run under OUT (default bench-out/).
-#   usage: scripts/bench_fastpath.sh [OUT] [ITERS]
+#   usage: [ZEN_SCHEMES=a,b,..] scripts/bench_fastpath.sh [OUT] [ITERS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench-out}
@@ -21,7 +21,7 @@ for form in row row-occ; do
     build/bin/zen_trace corpus --text "$text" -o "$dir" -n 8 -B 256 -D 64 -T 4 --row-level $extra >/dev/null
   fi
 done
-schemes=balanced,allgather,sparse_ps,dense,dense_native,mpi_allreduce,mpi_allgatherv
+schemes=${ZEN_SCHEMES:-balanced,allgather,sparse_ps,dense,dense_native,mpi_allreduce,mpi_allgatherv}
 for np in 2 4; do
   for output in sparse dense; do
     tag=brown-n$np-$output

@@ -174,16 +174,32 @@ void Communicator::alltoall(const void* sbuf, size_t bytes, void* rbuf) {
   });
 }
 
+void Communicator::count_allreduce(size_t count, size_t elem) {
+  // Native algorithms hide their schedule: count what a bandwidth-optimal ring moves.
+  if (size() > 1) {
+    const size_t total = count * elem, own = ring_chunk_bytes(count, elem, size(), rank());
+    stats_.sent[static_cast<size_t>(CommOp::Allreduce)] += 2 * (total - own);
+    stats_.recv[static_cast<size_t>(CommOp::Allreduce)] += 2 * (total - own);
+  }
+}
+
 void Communicator::allreduce(void* buf, size_t count, DType dtype, ReduceOp op) {
   run_op(CommOp::Allreduce, [&] {
     do_allreduce(buf, count, dtype, op);
-    // Native algorithms hide their schedule: count what a bandwidth-optimal ring moves.
-    if (size() > 1) {
-      size_t total = count * dtype_size(dtype);
-      size_t own = ring_chunk_bytes(count, dtype_size(dtype), size(), rank());
-      stats_.sent[static_cast<size_t>(CommOp::Allreduce)] += 2 * (total - own);
-      stats_.recv[static_cast<size_t>(CommOp::Allreduce)] += 2 * (total - own);
-    }
+    count_allreduce(count, dtype_size(dtype));
+  });
+}
+
+void Communicator::do_allreduce_sum_or(void* buf, size_t count, DType dtype, void* bits, size_t bytes) {
+  do_allreduce(buf, count, dtype, ReduceOp::Sum);
+  do_allreduce_or(bits, bytes);
+}
+
+void Communicator::allreduce_sum_or(void* buf, size_t count, DType dtype, void* bits, size_t bytes) {
+  run_op(CommOp::Allreduce, [&] {
+    do_allreduce_sum_or(buf, count, dtype, bits, bytes);
+    count_allreduce(count, dtype_size(dtype));
+    count_allreduce(bytes, 1);
   });
 }
 
@@ -214,11 +230,7 @@ void Communicator::do_allreduce_or(void* buf, size_t bytes) {
 void Communicator::allreduce_or(void* buf, size_t bytes) {
   run_op(CommOp::Allreduce, [&] {
     do_allreduce_or(buf, bytes);
-    if (size() > 1) {
-      const size_t own = ring_chunk_bytes(bytes, 1, size(), rank());
-      stats_.sent[static_cast<size_t>(CommOp::Allreduce)] += 2 * (bytes - own);
-      stats_.recv[static_cast<size_t>(CommOp::Allreduce)] += 2 * (bytes - own);
-    }
+    count_allreduce(bytes, 1);
   });
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "plan_util.hpp"
 #include "zen/comm/communicator.hpp"
 #include "zen/error.hpp"
 #include "zen/schemes/scheme.hpp"
@@ -121,31 +122,7 @@ inline void ring_or(Communicator& c, uint8_t* bm, size_t bytes, int tag, RingScr
 /// Sparse result from a dense buffer and a presence bitmap over rows (word-wise scan of the bitmap).
 inline void dense_with_support_to_sparse(const uint8_t* dense, const uint8_t* bm, const TensorSpec& spec,
                                          SparseTensor& out) {
-  const uint64_t R = spec.dense_len / spec.row_width;
-  const size_t rb = spec.row_width * dtype_size(spec.dtype);
-  const size_t nbytes = static_cast<size_t>((R + 7) / 8);
-  auto word = [&](size_t w) {
-    uint64_t x = 0;
-    std::memcpy(&x, bm + w * 8, std::min<size_t>(8, nbytes - w * 8));
-    return x;
-  };
-  const size_t words = (nbytes + 7) / 8;
-  size_t k = 0;
-  for (size_t w = 0; w < words; ++w) k += static_cast<size_t>(__builtin_popcountll(word(w)));
-  out.resize(k);
-  size_t j = 0;
-  int64_t* oi = out.indices.data();
-  uint8_t* ov = out.values.data();
-  for (size_t w = 0; w < words; ++w) {
-    uint64_t x = word(w);
-    while (x) {
-      const uint64_t row = w * 64 + static_cast<uint64_t>(__builtin_ctzll(x));
-      x &= x - 1;
-      oi[j] = static_cast<int64_t>(row);
-      std::memcpy(ov + j * rb, dense + row * rb, rb);
-      ++j;
-    }
-  }
+  plan::support_rows_to_sparse(dense, bm, spec.dense_len / spec.row_width, spec.row_width * dtype_size(spec.dtype), out);
 }
 
 }  // namespace zen::baseline

@@ -269,14 +269,18 @@ Traffic traffic(const std::string& scheme, const Problem& p, const Counts& c) {
     if (p.sparse_out) ring(phase("support", 2 * nm1, 2 * nm1), Rb, 1, true);
   } else if (scheme == "dense_native") {
     t.encoding = "dense";
-    PhaseTraffic& ar = phase("allreduce", 2 * nm1, 2 * nm1);  // large: ring
+    phase("densify", 0, 0);
+    // The sum (large: ring) and, for a sparse output, its support bitmap (small: recursive
+    // doubling) in one allreduce_sum_or: one phase.
+    const double sup = p.sparse_out ? 2 * lg : 0.0;
+    PhaseTraffic& ar = phase("allreduce", 2 * nm1 + sup, 2 * nm1 + sup);
     if (n > 1 && N)
-      for (int r = 0; r < n; ++r) ar.sent[static_cast<size_t>(r)] = ar.recv[static_cast<size_t>(r)] = 2 * (N * vs - ring_chunk_bytes(N, vs, n, r));
-    if (p.sparse_out) {
-      PhaseTraffic& sp = phase("support", 2 * lg, 2 * lg);  // small: recursive doubling
-      if (n > 1)
-        for (int r = 0; r < n; ++r) sp.sent[static_cast<size_t>(r)] = sp.recv[static_cast<size_t>(r)] = 2 * (Rb - ring_chunk_bytes(Rb, 1, n, r));
-    }
+      for (int r = 0; r < n; ++r) {
+        uint64_t b = 2 * (N * vs - ring_chunk_bytes(N, vs, n, r));
+        if (p.sparse_out) b += 2 * (Rb - ring_chunk_bytes(Rb, 1, n, r));
+        ar.sent[static_cast<size_t>(r)] = ar.recv[static_cast<size_t>(r)] = b;
+      }
+    if (p.sparse_out) phase("extract", 0, 0);
   } else if (scheme == "allgather") {
     t.encoding = "coo";
     const uint64_t e = key_width(R) + D * vs;

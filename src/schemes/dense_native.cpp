@@ -1,19 +1,21 @@
 // Dense baseline through the backend's native allreduce (MPI_Allreduce, ncclAllReduce, loopback).
 // Dense output: the local rows are written into the caller's buffer and reduced there in place (one
 // native allreduce, as a user's own MPI_Allreduce would). Sparse output: the same in the plan's
-// buffer, and the support travels as an R-bit presence bitmap ORed by a native allreduce (MPI_BOR on
-// bytes). See docs/algorithms.md, "dense_native". A plan: no steady-state
+// buffer, and the support travels as an R-bit presence bitmap ORed with the sum in one
+// Communicator::allreduce_sum_or. See docs/algorithms.md, "dense_native". A plan: no steady-state
 // allocation.
 #include <cstring>
 
-#include "baseline_util.hpp"
+#include "zen/error.hpp"
 #include "plan_util.hpp"
 #include "zen/schemes/scheme.hpp"
 
 namespace zen {
 namespace {
 
-struct Workspace : plan::DenseWorkspace {};
+struct Workspace : plan::DenseWorkspace {
+  std::vector<uint64_t> support;  ///< R bits: the local, then the global row support
+};
 
 class DenseNative final : public SparseAllreduce {
  public:
@@ -31,34 +33,66 @@ class DenseNative final : public SparseAllreduce {
     const uint64_t N = spec_.dense_len, R = N / spec_.row_width;
     const size_t vs = dtype_size(spec_.dtype);
     report_.encoding = "dense";
-    const plan::Coalesced loc = w.co.run(in, spec_, false, &tp);
+    uint8_t* buf = sparse_out ? plan::grow(w.dense, N * vs) : static_cast<uint8_t*>(dense_out);
+    // The local support (R bits, whole words): which rows this rank brings.
+    const size_t words = static_cast<size_t>((R + 63) / 64);
+    uint64_t* bm = plan::grow(w.support, words);
+    {
+      Phase ph(*this, "densify");
+      if (words) std::memset(bm, 0, words * 8);
+      if (N) plan::parallel_zero(buf, N * vs, &tp);
+      if (vs >= 4) {
+        // f32 / f64: straight from the input into the zeroed buffer, no coalescing: a row's first
+        // entry is copied, later ones added in input order (the coalescer's sums, bit for bit).
+        dispatch_dtype(spec_.dtype, [&](auto tag) { scatter<decltype(tag)>(in, buf, bm); });
+      } else {
+        // 16-bit values: duplicates are summed in fp32 and rounded once (the coalescer).
+        const plan::Coalesced loc = w.co.run(in, spec_, false, &tp);
+        plan::densify_rows(loc, spec_, buf);
+        for (size_t i = 0; i < loc.k; ++i) plan::set_bit64(bm, static_cast<uint64_t>(loc.keys[i]));
+      }
+    }
     if (!sparse_out) {
-      auto* buf = static_cast<uint8_t*>(dense_out);
-      plan::densify(loc, spec_, buf, &tp);
       Phase ph(*this, "allreduce");
       // The caller's buffer, not the plan's: the backend keeps caller memory safe on failure itself.
       Communicator::OwnerScope caller(comm_, nullptr);
       if (comm_.size() > 1 && N) comm_.allreduce(buf, N, spec_.dtype, ReduceOp::Sum);
       return;
     }
-    uint8_t* buf = plan::grow(w.dense, N * vs);
-    plan::densify(loc, spec_, buf, &tp);
     {
+      // The sum and its support in one operation (the backend may overlap them).
       Phase ph(*this, "allreduce");
-      if (comm_.size() > 1 && N) comm_.allreduce(buf, N, spec_.dtype, ReduceOp::Sum);
+      if (comm_.size() > 1 && N) comm_.allreduce_sum_or(buf, N, spec_.dtype, bm, static_cast<size_t>((R + 7) / 8));
     }
-    const size_t bmb = static_cast<size_t>((R + 7) / 8);
-    uint8_t* bm = plan::grow(w.bm, bmb);
-    if (bmb) std::memset(bm, 0, bmb);
-    for (size_t i = 0; i < loc.k; ++i) baseline::set_bit(bm, static_cast<uint64_t>(loc.keys[i]));
-    {
-      Phase ph(*this, "support");
-      if (comm_.size() > 1) comm_.allreduce_or(bm, bmb);
-    }
-    baseline::dense_with_support_to_sparse(buf, bm, spec_, *sparse_out);
+    Phase ph(*this, "extract");
+    plan::support_rows_to_sparse(buf, reinterpret_cast<const uint8_t*>(bm), R, spec_.row_width * vs, *sparse_out);
   }
 
  private:
+  // Rows of the input into the zeroed dense buffer; bit r of bm set for every row r present.
+  template <typename T>
+  void scatter(const SparseView& in, uint8_t* buf, uint64_t* bm) {
+    const size_t D = spec_.row_width;
+    const uint64_t R = spec_.dense_len / D;
+    const T* v = static_cast<const T*>(in.values);
+    T* d = reinterpret_cast<T*>(buf);
+    for (size_t i = 0; i < in.nnz; ++i) {
+      const int64_t x = in.index_at(i);
+      if (x < 0 || static_cast<uint64_t>(x) >= R)
+        ZEN_THROW(Result::InvalidArgument, "index " + std::to_string(x) + " at entry " + std::to_string(i) +
+                                               " is outside [0, " + std::to_string(R) + ")");
+      const uint64_t r = static_cast<uint64_t>(x), bit = uint64_t{1} << (r & 63);
+      T* row = d + r * D;
+      const T* src = v + i * D;
+      if (bm[r >> 6] & bit) {
+        for (size_t c = 0; c < D; ++c) row[c] += src[c];
+      } else {
+        bm[r >> 6] |= bit;
+        std::memcpy(row, src, D * sizeof(T));
+      }
+    }
+  }
+
   std::shared_ptr<Workspace> ws_;
 };
 

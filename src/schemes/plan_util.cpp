@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "zen/error.hpp"
 
@@ -85,6 +86,51 @@ void densify(const Coalesced& loc, const TensorSpec& spec, uint8_t* buf, detail:
   const size_t rb = spec.row_width * dtype_size(spec.dtype);
   if (spec.dense_len) parallel_zero(buf, spec.dense_len * dtype_size(spec.dtype), pool);
   for (size_t i = 0; i < loc.k; ++i) std::memcpy(buf + static_cast<size_t>(loc.keys[i]) * rb, loc.rows + i * rb, rb);
+}
+
+void densify_rows(const Coalesced& loc, const TensorSpec& spec, uint8_t* buf) {
+  const size_t rb = spec.row_width * dtype_size(spec.dtype);
+  for (size_t i = 0; i < loc.k; ++i) std::memcpy(buf + static_cast<size_t>(loc.keys[i]) * rb, loc.rows + i * rb, rb);
+}
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "bitmaps are read as little-endian 64-bit words");
+
+void support_rows_to_sparse(const uint8_t* dense, const uint8_t* bm, uint64_t R, size_t rb, SparseTensor& out) {
+  const size_t nbytes = static_cast<size_t>((R + 7) / 8), full = nbytes / 8;
+  auto word = [&](size_t w) {
+    uint64_t x = 0;
+    if (w < full) std::memcpy(&x, bm + w * 8, 8);
+    else std::memcpy(&x, bm + w * 8, nbytes - w * 8);
+    return x;
+  };
+  const size_t words = (nbytes + 7) / 8;
+  size_t k = 0;
+  for (size_t w = 0; w < words; ++w) k += static_cast<size_t>(__builtin_popcountll(word(w)));
+  out.resize(k);
+  int64_t* oi = out.indices.data();
+  uint8_t* ov = out.values.data();
+  // The rows of word w + kAhead are prefetched while word w's are copied (the dense buffer is out
+  // of cache after the allreduce; at a few % density a word holds one or two rows).
+  constexpr size_t kAhead = 16;
+  auto copy_rows = [&](auto width) {
+    constexpr size_t W = decltype(width)::value;
+    const size_t RB = W ? W : rb;
+    size_t j = 0;
+    for (size_t w = 0; w < words; ++w) {
+      if (w + kAhead < words)
+        for (uint64_t y = word(w + kAhead); y; y &= y - 1)
+          __builtin_prefetch(dense + ((w + kAhead) * 64 + static_cast<uint64_t>(__builtin_ctzll(y))) * RB);
+      for (uint64_t x = word(w); x; x &= x - 1) {
+        const uint64_t row = w * 64 + static_cast<uint64_t>(__builtin_ctzll(x));
+        oi[j] = static_cast<int64_t>(row);
+        std::memcpy(ov + j * RB, dense + row * RB, RB);
+        ++j;
+      }
+    }
+  };
+  if (rb == 4) copy_rows(std::integral_constant<size_t, 4>{});
+  else if (rb == 8) copy_rows(std::integral_constant<size_t, 8>{});
+  else copy_rows(std::integral_constant<size_t, 0>{});
 }
 
 Coalesced Coalescer::run(const SparseView& in, const TensorSpec& spec, bool sorted, detail::ThreadPool* pool) {

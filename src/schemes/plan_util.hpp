@@ -72,6 +72,14 @@ void parallel_copy(void* dst, const void* src, size_t bytes, detail::ThreadPool*
 
 /// Zero `buf` (N values of the spec's dtype) and write the coalesced rows into it.
 void densify(const Coalesced& loc, const TensorSpec& spec, uint8_t* buf, detail::ThreadPool* pool);
+/// densify into a buffer already zeroed.
+void densify_rows(const Coalesced& loc, const TensorSpec& spec, uint8_t* buf);
+
+inline void set_bit64(uint64_t* bm, uint64_t i) { bm[i >> 6] |= uint64_t{1} << (i & 63); }
+
+/// The rows of a dense buffer (R rows of rb bytes) whose bit is set in bm (ceil(R/8) bytes, bit r
+/// of byte r/8) as a sparse tensor, rows ascending. Words are read whole, rows prefetched ahead.
+void support_rows_to_sparse(const uint8_t* dense, const uint8_t* bm, uint64_t R, size_t rb, SparseTensor& out);
 
 /// Workspace of the dense schemes (dense ring, dense_native).
 struct DenseWorkspace {

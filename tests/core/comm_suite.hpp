@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -50,6 +51,38 @@ inline void check_allreduce_or(Communicator& c, size_t bytes) {
   }
   auto d = c.stats() - before;
   EXPECT_EQ(d.sent[static_cast<size_t>(CommOp::Allreduce)], n > 1 ? 2 * (bytes - ring_chunk_bytes(bytes, 1, n, r)) : 0);
+}
+
+// A sum and its support in one call: the values as check_allreduce, the bits as check_allreduce_or
+// (count / 8 + 1 bytes). `owned`: inside an OwnerScope (a plan's buffers), else caller memory.
+inline void check_allreduce_sum_or(Communicator& c, size_t count, bool owned) {
+  const int n = c.size(), r = c.rank();
+  const size_t bytes = count / 8 + 1;
+  std::vector<float> buf(count);
+  for (size_t i = 0; i < count; ++i) buf[i] = static_cast<float>(rv(r, i));
+  std::vector<uint8_t> b(bytes);
+  for (size_t i = 0; i < bytes; ++i) b[i] = i % 7 == 3 ? 0 : static_cast<uint8_t>(1u << ((i + static_cast<size_t>(r)) % 8));
+  auto before = c.stats();
+  {
+    Communicator::OwnerScope scope(c, owned ? std::make_shared<int>(0) : nullptr);
+    c.allreduce_sum_or(buf.data(), count, DType::F32, b.data(), bytes);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    double want = 0;
+    for (int p = 0; p < n; ++p) want += rv(p, i);
+    ASSERT_EQ(static_cast<double>(buf[i]), want) << "rank " << r << " element " << i;
+  }
+  for (size_t i = 0; i < bytes; ++i) {
+    uint8_t want = 0;
+    if (i % 7 != 3)
+      for (int p = 0; p < n; ++p) want = static_cast<uint8_t>(want | (1u << ((i + static_cast<size_t>(p)) % 8)));
+    ASSERT_EQ(b[i], want) << "rank " << r << " byte " << i;
+  }
+  auto d = c.stats() - before;
+  const size_t total = count * 4;
+  const size_t expect = n > 1 ? 2 * (total - ring_chunk_bytes(count, 4, n, r)) + 2 * (bytes - ring_chunk_bytes(bytes, 1, n, r)) : 0;
+  EXPECT_EQ(d.sent[static_cast<size_t>(CommOp::Allreduce)], expect);
+  EXPECT_EQ(d.calls[static_cast<size_t>(CommOp::Allreduce)], 1u);
 }
 
 // Rank r sends (r + p + 1) * scale elements to p; every element encodes (source, dest, position).
@@ -152,6 +185,8 @@ inline void run_comm_suite(Communicator& c) {
     check_allreduce<half>(c, count);
     check_allreduce<bfloat16>(c, count);
     check_allreduce_or(c, count);
+    check_allreduce_sum_or(c, count, false);
+    check_allreduce_sum_or(c, count, true);
     check_broadcast_p2p_barrier(c, count);
     check_alltoallv(c, count);
     check_allgatherv(c, count);

@@ -95,6 +95,10 @@ class Communicator {
   void allreduce(void* buf, size_t count, DType dtype, ReduceOp op = ReduceOp::Sum);
   /// In-place bitwise OR of `bytes` bytes over all ranks (presence bitmaps); counted as an allreduce.
   void allreduce_or(void* buf, size_t bytes);
+  /// allreduce(buf, count, dtype, Sum) and allreduce_or(bits, bytes) as one operation (a sum and
+  /// its support): backends may run the two together (MPI: one presence check, the OR overlapped
+  /// with the sum). One allreduce call; the traffic of both.
+  void allreduce_sum_or(void* buf, size_t count, DType dtype, void* bits, size_t bytes);
   void broadcast(void* buf, size_t bytes, int root);
   void barrier();
 
@@ -156,6 +160,8 @@ class Communicator {
   virtual void do_allreduce(void* buf, size_t count, DType dtype, ReduceOp op) = 0;
   /// Default: ring reduce-scatter + allgather over do_sendrecv (backends override with native calls).
   virtual void do_allreduce_or(void* buf, size_t bytes);
+  /// Default: do_allreduce, then do_allreduce_or.
+  virtual void do_allreduce_sum_or(void* buf, size_t count, DType dtype, void* bits, size_t bytes);
   virtual void do_broadcast(void* buf, size_t bytes, int root) = 0;
   virtual void do_barrier() = 0;
   virtual void do_abort(const std::string& reason) { (void)reason; }
@@ -179,6 +185,7 @@ class Communicator {
   template <typename F>
   void run_op(CommOp op, F&& body);
   void check_peer(int peer) const;
+  void count_allreduce(size_t count, size_t elem);  // traffic of one native allreduce
 
   TrafficStats stats_;
   std::shared_ptr<void> owner_;

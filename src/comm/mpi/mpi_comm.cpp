@@ -559,6 +559,39 @@ class MpiComm final : public Communicator {
     if (m == Mem::Staged) std::memcpy(b, d, bytes);
   }
 
+  // A sum and its support bitmap: when the sum takes the blocking path (large), the OR goes first,
+  // non-blocking (on the bitmap, or on a staged copy when it is the caller's), waited for with the
+  // time-out and abort checks of every wait. Its completion shows that every rank has entered the
+  // operation, so it stands in for the presence check before the blocking MPI_Allreduce of the
+  // values. Otherwise the two calls one after the other. The choice depends only on the sizes: the
+  // same on every rank.
+  void do_allreduce_sum_or(void* buf, size_t count, DType dtype, void* bits, size_t bytes) override {
+    const size_t es = dtype_size(dtype), total = count * es;
+    if (size_ == 1 || count == 0 || bytes == 0 || total <= kStageLimit || total > max_message_bytes() ||
+        bytes > max_message_bytes()) {
+      do_allreduce(buf, count, dtype, ReduceOp::Sum);
+      do_allreduce_or(bits, bytes);
+      return;
+    }
+    progress_sends();
+    coll_tag();
+    const Mem m = owner() ? Mem::Owned : Mem::Staged;
+    uint8_t* b = static_cast<uint8_t*>(bits);
+    if (m == Mem::Staged) {
+      b = stage_bytes(stage_->r, bytes);
+      std::memcpy(b, bits, bytes);
+    }
+    q_.clear();
+    post_native(MPI_Iallreduce(MPI_IN_PLACE, b, static_cast<int>(bytes), MPI_BYTE, MPI_BOR, comm_, native_slot()),
+                "MPI_Iallreduce");
+    wait(m);
+    if (m == Mem::Staged) std::memcpy(bits, b, bytes);
+    refuse_if_a_peer_gave_up();
+    Watch w(*this, "MPI_Allreduce");
+    check(MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), mpi_type(dtype), mpi_op(dtype, ReduceOp::Sum), comm_),
+          -1, "MPI_Allreduce");
+  }
+
   void do_broadcast(void* buf, size_t bytes, int root) override {
     progress_sends();
     coll_tag();
@@ -776,8 +809,12 @@ class MpiComm final : public Communicator {
   // a missing rank is named exactly as a timeout names it, before any caller memory is handed to MPI.
   void handshake() {
     p2p_barrier();
-    // A peer that already gave up on this operation (its presence check reached us) will never take
-    // part: do not start a collective that cannot finish.
+    refuse_if_a_peer_gave_up();
+  }
+
+  // A peer that already gave up on this operation (its presence check reached us) will never take
+  // part: do not start a collective that cannot finish.
+  void refuse_if_a_peer_gave_up() {
     for (;;) {
       int flag = 0;
       MPI_Message msg;
