@@ -15,6 +15,12 @@ if [ "$rc" -eq 0 ]; then echo "FAIL: the job exited 0 although rank 1 failed"; s
 if [ "$rc" -eq 124 ]; then echo "FAIL: the job hung (killed by timeout after 90 s)"; status=1; fi
 if [ "$ms" -gt 60000 ]; then echo "FAIL: took $ms ms"; status=1; fi
 if [ "$mode" = hang ] && ! grep -q "peer 1" "$log"; then echo "FAIL: the error does not name rank 1"; status=1; fi
+# stuck: the watchdog's message (rank 1 stopped inside the blocking call), or the timeout naming
+# rank 1 (stopped in the cancellable handshake).
+if [ "$mode" = stuck ] && ! grep -Eq "did not finish within 1000 ms|peer 1" "$log"; then
+  echo "FAIL: neither the watchdog's message nor a timeout naming rank 1"; status=1
+fi
+grep -c "did not finish within" "$log" | sed 's/^/watchdog messages: /'
 [ $status -ne 0 ] && cat "$log"
 rm -f "$log"
 exit $status

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <condition_variable>
 #include <mutex>
@@ -665,15 +666,22 @@ class MpiComm final : public Communicator {
 
   // Watchdog of blocking MPI calls (started at the first one): if a call is still running at its
   // deadline, print the error and end the process (mpirun then ends the job).
+  // Watches blocking MPI calls without a system call per call: arming stores the start time in an
+  // atomic, and the thread (started at the first blocking call) looks every quarter timeout, so a
+  // stuck call is found within 1.25x the timeout. No wake-ups, no context switch on the fast path.
   struct Watchdog {
     std::thread th;
     std::mutex m;
     std::condition_variable cv;
-    bool armed = false, stop = false;
-    std::chrono::steady_clock::time_point deadline;
-    const char* what = "";
+    bool stop = false;
+    std::atomic<int64_t> since{-1};           // steady_clock ns when the watched call started; -1: none
+    std::atomic<int64_t> timeout_ns{0};
+    std::atomic<const char*> what{""};
     std::string prefix;
-    long long timeout_ms = 0;
+    static int64_t now_ns() {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count();
+    }
     ~Watchdog() {
       if (!th.joinable()) return;
       {
@@ -685,45 +693,45 @@ class MpiComm final : public Communicator {
     }
     void loop() {
       std::unique_lock<std::mutex> lk(m);
-      for (;;) {
-        cv.wait(lk, [&] { return stop || armed; });
+      while (!stop) {
+        const int64_t to = timeout_ns.load(std::memory_order_relaxed);
+        cv.wait_for(lk, std::chrono::nanoseconds(std::max<int64_t>(to / 4, 1000000)));
         if (stop) return;
-        if (cv.wait_until(lk, deadline, [&] { return stop || !armed; })) continue;
+        const int64_t t = since.load(std::memory_order_acquire);
+        if (t < 0 || now_ns() - t <= timeout_ns.load(std::memory_order_relaxed)) continue;
         std::fprintf(stderr,
                      "zen: fatal: %s %s: every rank had entered this operation, yet it did not finish within %lld ms: "
                      "the transport is stuck and a blocking MPI call cannot be withdrawn, so zen ends the job (raise the "
                      "timeout if the data is large for the link)\n",
-                     prefix.c_str(), what, timeout_ms);
+                     prefix.c_str(), what.load(), static_cast<long long>(timeout_ns.load() / 1000000));
         std::fflush(stderr);
         std::_Exit(75);
       }
     }
   };
   struct Watch {
-    MpiComm& c;
-    Watch(MpiComm& comm, const char* what) : c(comm) {
-      if (!c.dog_) c.dog_ = std::make_unique<Watchdog>();
-      Watchdog& d = *c.dog_;
-      {
+    Watchdog& d;
+    Watch(MpiComm& c, const char* what) : d(c.watchdog()) {
+      d.what.store(what, std::memory_order_relaxed);
+      const int64_t to = std::chrono::duration_cast<std::chrono::nanoseconds>(c.timeout_).count();
+      if (d.timeout_ns.exchange(to, std::memory_order_relaxed) > to) {  // shorter now: the thread's nap too
         std::lock_guard<std::mutex> lk(d.m);
-        d.deadline = std::chrono::steady_clock::now() + c.timeout_;
-        d.what = what;
-        d.timeout_ms = static_cast<long long>(c.timeout_.count());
-        if (d.prefix.empty()) d.prefix = "rank " + std::to_string(c.rank_) + "/" + std::to_string(c.size_) + " mpi";
-        d.armed = true;
+        d.cv.notify_all();
       }
-      if (!d.th.joinable()) d.th = std::thread([&d] { d.loop(); });
-      d.cv.notify_all();
+      d.since.store(Watchdog::now_ns(), std::memory_order_release);
     }
-    ~Watch() {
-      Watchdog& d = *c.dog_;
-      {
-        std::lock_guard<std::mutex> lk(d.m);
-        d.armed = false;
-      }
-      d.cv.notify_all();
-    }
+    ~Watch() { d.since.store(-1, std::memory_order_release); }
   };
+  Watchdog& watchdog() {
+    if (!dog_) {
+      dog_ = std::make_unique<Watchdog>();
+      dog_->prefix = "rank " + std::to_string(rank_) + "/" + std::to_string(size_) + " mpi";
+      dog_->timeout_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(timeout_).count());
+      Watchdog* d = dog_.get();
+      dog_->th = std::thread([d] { d->loop(); });
+    }
+    return *dog_;
+  }
 
   static uint8_t* stage_bytes(std::vector<uint8_t>& v, size_t bytes) {
     if (v.size() < bytes) v.resize(bytes);
