@@ -38,6 +38,7 @@ struct HierarchicalHash::Impl {
   std::vector<uint8_t> spilled_owner;
   std::vector<uint64_t> task_par, task_ser, task_bad;
   std::vector<uint8_t> task_dup;
+  std::vector<uint64_t> ecnt;  // per (entry task, owner): parallel keys, then the task's cursor
 };
 
 HierarchicalHash::HierarchicalHash() : impl_(std::make_unique<Impl>()) {}
@@ -224,13 +225,33 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
     const int64_t ka = in.index_at(a), kb = in.index_at(b);
     return ka != kb ? ka < kb : a < b;
   };
-  // Count keys per owner (parallel region scan + tail runs).
-  const int otasks = pool ? std::min<int>(pool->tasks_for(nslots, size_t{1} << 15), static_cast<int>(n)) : 1;
-  auto count_owner = [&](uint32_t p) {
-    const uint32_t* region = par + static_cast<size_t>(p) * cap1;
-    size_t k = 0;
-    for (size_t sl = 0; sl < cap1; ++sl) k += region[sl] != kEmpty;
+  // Keys per owner: the parallel region's by one pass over the entries (a slot's key is its
+  // representative, the smallest entry id that reached it: the first in entry order), in ranges of
+  // entries per task, counted per (task, owner); then the tail runs per owner. A pass over the
+  // entries, not over the 2x larger table, and the keys come out in entry order.
+  const uint64_t cap1_magic = ~uint64_t{0} / cap1 + 1;  // slot / cap1 = (magic * slot) >> 64 (slot < 2^32)
+  auto owner_of_slot = [cap1_magic](uint32_t sl) {
+    return static_cast<uint32_t>((static_cast<unsigned __int128>(cap1_magic) * sl) >> 64);
+  };
+  const int etasks = pool ? pool->tasks_for(nnz, size_t{1} << 15) : 1;
+  s.ecnt.assign(static_cast<size_t>(etasks) * n, 0);
+  auto count_entries = [&](int t) {
+    const size_t b = detail::ThreadPool::chunk_begin(nnz, etasks, t), e = detail::ThreadPool::chunk_begin(nnz, etasks, t + 1);
+    uint64_t* c = s.ecnt.data() + static_cast<size_t>(t) * n;
+    for (size_t i = b; i < e; ++i) {
+      const uint32_t sl = slot_of[i];
+      if (sl < kBad && par[sl] == static_cast<uint32_t>(i)) ++c[owner_of_slot(sl)];
+    }
+  };
+  if (etasks > 1) pool->run(etasks, count_entries);
+  else count_entries(0);
+  for (uint32_t p = 0; p < n; ++p) {
+    uint64_t k = 0;
+    for (int t = 0; t < etasks; ++t) k += s.ecnt[static_cast<size_t>(t) * n + p];
     s.kpar[p] = k;
+  }
+  const int otasks = pool ? std::min<int>(pool->tasks_for(nnz, size_t{1} << 15), static_cast<int>(n)) : 1;
+  auto count_owner = [&](uint32_t p) {
     auto& L = s.tail[p];
     if (L.size() > 1) std::sort(L.begin(), L.end(), by_key);
     size_t u = 0;
@@ -259,20 +280,46 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
   if (dup && out.key_of.size() < nnz) out.key_of.resize(nnz);
   uint32_t* key_of = dup ? out.key_of.data() : nullptr;
 
-  // Compaction: per owner, parallel region (slot order) then the merged tail; clears the slots.
-  auto fill_owner = [&](uint32_t p) {
-    uint32_t* region = par + static_cast<size_t>(p) * cap1;
-    size_t k = out.offsets[p];
-    for (size_t sl = 0; sl < cap1; ++sl) {
-      const uint32_t v = region[sl];
-      if (sl + 16 < cap1 && region[sl + 16] != kEmpty) __builtin_prefetch(epos + region[sl + 16]);
-      if (v == kEmpty) continue;
-      region[sl] = kEmpty;
-      s.slot_key[static_cast<size_t>(p) * cap1 + sl] = static_cast<uint32_t>(k);
-      out.rep[k] = v;
-      out.pos[k] = epos[v];
-      ++k;
+  // Compaction: per owner, the parallel region's keys (entry order) then the merged tail. One task:
+  // one pass writes the keys, key_of and clears each slot at its representative (a later entry of
+  // the slot then finds it empty: not the representative). Several: ranges of entries from each
+  // (task, owner) cursor, then key_of and the clearing per owner.
+  for (uint32_t p = 0; p < n; ++p) {
+    uint64_t at = out.offsets[p];
+    for (int t = 0; t < etasks; ++t) {
+      uint64_t& c = s.ecnt[static_cast<size_t>(t) * n + p];
+      const uint64_t k = c;
+      c = at;
+      at += k;
     }
+  }
+  const bool one = etasks == 1;
+  auto fill_entries = [&](int t) {
+    const size_t b = detail::ThreadPool::chunk_begin(nnz, etasks, t), e = detail::ThreadPool::chunk_begin(nnz, etasks, t + 1);
+    uint64_t* c = s.ecnt.data() + static_cast<size_t>(t) * n;
+    for (size_t i = b; i < e; ++i) {
+      const uint32_t sl = slot_of[i];
+      if (sl >= kBad) continue;
+      if (par[sl] == static_cast<uint32_t>(i)) {
+        const uint64_t k = c[owner_of_slot(sl)]++;
+        s.slot_key[sl] = static_cast<uint32_t>(k);
+        out.rep[k] = static_cast<uint32_t>(i);
+        out.pos[k] = epos[i];
+        if (one) {
+          par[sl] = kEmpty;
+          if (key_of) key_of[i] = static_cast<uint32_t>(k);
+        }
+      } else if (one && key_of) {
+        key_of[i] = s.slot_key[sl];
+      }
+    }
+  };
+  if (one) fill_entries(0);
+  else pool->run(etasks, fill_entries);
+  auto fill_owner = [&](uint32_t p) {
+    size_t k = out.offsets[p] + s.kpar[p];
+    if (!one)
+      for (size_t j = out.offsets[p]; j < k; ++j) par[slot_of[out.rep[j]]] = kEmpty;
     const auto& L = s.tail[p];
     for (size_t i = 0; i < L.size(); ++i) {
       if (i > 0 && in.index_at(L[i]) == in.index_at(L[i - 1])) {
@@ -289,13 +336,12 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
   else owners_of(0, fill_owner);
   s.par_dirty = false;
 
-  if (key_of) {
+  if (key_of && !one) {
     auto map = [&](size_t b, size_t e, int) {
       for (size_t i = b; i < e; ++i)
         if (slot_of[i] != kTail) key_of[i] = s.slot_key[slot_of[i]];
     };
-    if (pool) pool->parallel_for(nnz, size_t{1} << 15, map);
-    else map(0, nnz, 0);
+    pool->parallel_for(nnz, size_t{1} << 15, map);
   }
 
   out.keys = K;

@@ -15,7 +15,8 @@
 //
 // Sizes: r1 = parallel_factor * nnz slots in total (cap1 = r1/n per owner, at least 16), r2 =
 // serial_fraction * r1 (cap2 = r2/n, at least 8). The table persists across calls and is cleared
-// touched-only at compaction, so a call allocates nothing once the sizes have been seen. Entries are
+// touched-only at compaction (a pass over the entries: a slot's key is the first entry that holds
+// it), so a call allocates nothing once the sizes have been seen. Entries are
 // placed in blocks of 32 (pi of the whole block first, each first slot prefetched, then the probes),
 // so the table's cache misses overlap instead of stalling one after another.
 //
