@@ -116,6 +116,11 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
     uint32_t bown[kBlock];
     for (size_t bb = b; bb < e; bb += kBlock) {
       const size_t be = std::min(e, bb + kBlock);
+      if (fwd)  // the block's pi lookups overlap their cache misses
+        for (size_t i = bb; i < be; ++i) {
+          const uint64_t x = static_cast<uint64_t>(in.index_at(i));
+          if (x < R) __builtin_prefetch(fwd + x);
+        }
       for (size_t i = bb; i < be; ++i) {
         const int64_t sx = in.index_at(i);
         if (sx < 0 || static_cast<uint64_t>(sx) >= R) {
@@ -240,7 +245,8 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
     uint64_t* c = s.ecnt.data() + static_cast<size_t>(t) * n;
     for (size_t i = b; i < e; ++i) {
       const uint32_t sl = slot_of[i];
-      if (sl < kBad && par[sl] == static_cast<uint32_t>(i)) ++c[owner_of_slot(sl)];
+      if (sl >= kBad) continue;  // the tail (a few %): predictable
+      c[owner_of_slot(sl)] += par[sl] == static_cast<uint32_t>(i);  // no branch on "first of its key"
     }
   };
   if (etasks > 1) pool->run(etasks, count_entries);
