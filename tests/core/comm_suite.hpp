@@ -37,31 +37,38 @@ void check_allreduce(Communicator& c, size_t count) {
 }
 
 // Bitwise OR: rank r sets bit (i + r) % 8 of byte i, and byte 3 of every 7 is untouched by all.
-inline void check_allreduce_or(Communicator& c, size_t bytes) {
-  const int n = c.size(), r = c.rank();
+inline std::vector<uint8_t> or_input(size_t bytes, int r) {
   std::vector<uint8_t> b(bytes);
   for (size_t i = 0; i < bytes; ++i) b[i] = i % 7 == 3 ? 0 : static_cast<uint8_t>(1u << ((i + static_cast<size_t>(r)) % 8));
-  auto before = c.stats();
-  c.allreduce_or(b.data(), bytes);
-  for (size_t i = 0; i < bytes; ++i) {
+  return b;
+}
+inline void expect_or_result(const std::vector<uint8_t>& b, int n, int r) {
+  for (size_t i = 0; i < b.size(); ++i) {
     uint8_t want = 0;
     if (i % 7 != 3)
       for (int p = 0; p < n; ++p) want = static_cast<uint8_t>(want | (1u << ((i + static_cast<size_t>(p)) % 8)));
     ASSERT_EQ(b[i], want) << "rank " << r << " byte " << i;
   }
+}
+
+inline void check_allreduce_or(Communicator& c, size_t bytes) {
+  const int n = c.size(), r = c.rank();
+  std::vector<uint8_t> b = or_input(bytes, r);
+  auto before = c.stats();
+  c.allreduce_or(b.data(), bytes);
+  expect_or_result(b, n, r);
   auto d = c.stats() - before;
   EXPECT_EQ(d.sent[static_cast<size_t>(CommOp::Allreduce)], n > 1 ? 2 * (bytes - ring_chunk_bytes(bytes, 1, n, r)) : 0);
 }
 
-// A sum and its support in one call: the values as check_allreduce, the bits as check_allreduce_or
+// A sum and its support in one call: f32 values as check_allreduce, the bits as check_allreduce_or
 // (count / 8 + 1 bytes). `owned`: inside an OwnerScope (a plan's buffers), else caller memory.
 inline void check_allreduce_sum_or(Communicator& c, size_t count, bool owned) {
   const int n = c.size(), r = c.rank();
   const size_t bytes = count / 8 + 1;
   std::vector<float> buf(count);
   for (size_t i = 0; i < count; ++i) buf[i] = static_cast<float>(rv(r, i));
-  std::vector<uint8_t> b(bytes);
-  for (size_t i = 0; i < bytes; ++i) b[i] = i % 7 == 3 ? 0 : static_cast<uint8_t>(1u << ((i + static_cast<size_t>(r)) % 8));
+  std::vector<uint8_t> b = or_input(bytes, r);
   auto before = c.stats();
   {
     Communicator::OwnerScope scope(c, owned ? std::make_shared<int>(0) : nullptr);
@@ -72,12 +79,7 @@ inline void check_allreduce_sum_or(Communicator& c, size_t count, bool owned) {
     for (int p = 0; p < n; ++p) want += rv(p, i);
     ASSERT_EQ(static_cast<double>(buf[i]), want) << "rank " << r << " element " << i;
   }
-  for (size_t i = 0; i < bytes; ++i) {
-    uint8_t want = 0;
-    if (i % 7 != 3)
-      for (int p = 0; p < n; ++p) want = static_cast<uint8_t>(want | (1u << ((i + static_cast<size_t>(p)) % 8)));
-    ASSERT_EQ(b[i], want) << "rank " << r << " byte " << i;
-  }
+  expect_or_result(b, n, r);
   auto d = c.stats() - before;
   const size_t total = count * 4;
   const size_t expect = n > 1 ? 2 * (total - ring_chunk_bytes(count, 4, n, r)) + 2 * (bytes - ring_chunk_bytes(bytes, 1, n, r)) : 0;
