@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "zen/error.hpp"
+#include "owner_stage.hpp"
 #include "plan_util.hpp"
 #include "zen/schemes/scheme.hpp"
 
@@ -44,7 +45,9 @@ class DenseNative final : public SparseAllreduce {
       if (vs >= 4) {
         // f32 / f64: straight from the input into the zeroed buffer, no coalescing: a row's first
         // entry is copied, later ones added in input order (the coalescer's sums, bit for bit).
-        dispatch_dtype(spec_.dtype, [&](auto tag) { scatter<decltype(tag)>(in, buf, bm); });
+        dispatch_dtype(spec_.dtype, [&](auto tag) {
+          if constexpr (sizeof(tag) >= 4) scatter<decltype(tag)>(in, buf, bm);
+        });
       } else {
         // 16-bit values: duplicates are summed in fp32 and rounded once (the coalescer).
         const plan::Coalesced loc = w.co.run(in, spec_, false, &tp);
@@ -70,25 +73,24 @@ class DenseNative final : public SparseAllreduce {
 
  private:
   // Rows of the input into the zeroed dense buffer; bit r of bm set for every row r present.
+  // Byte pointers and unaligned row adds: neither the input nor a caller's buffer need be aligned.
   template <typename T>
   void scatter(const SparseView& in, uint8_t* buf, uint64_t* bm) {
-    const size_t D = spec_.row_width;
+    const size_t D = spec_.row_width, rb = D * sizeof(T);
     const uint64_t R = spec_.dense_len / D;
-    const T* v = static_cast<const T*>(in.values);
-    T* d = reinterpret_cast<T*>(buf);
+    const auto* v = static_cast<const uint8_t*>(in.values);
     for (size_t i = 0; i < in.nnz; ++i) {
       const int64_t x = in.index_at(i);
       if (x < 0 || static_cast<uint64_t>(x) >= R)
         ZEN_THROW(Result::InvalidArgument, "index " + std::to_string(x) + " at entry " + std::to_string(i) +
                                                " is outside [0, " + std::to_string(R) + ")");
       const uint64_t r = static_cast<uint64_t>(x), bit = uint64_t{1} << (r & 63);
-      T* row = d + r * D;
-      const T* src = v + i * D;
+      uint8_t* row = buf + r * rb;
       if (bm[r >> 6] & bit) {
-        for (size_t c = 0; c < D; ++c) row[c] += src[c];
+        plan::row_add_bytes<T>(row, v + i * rb, D);
       } else {
         bm[r >> 6] |= bit;
-        std::memcpy(row, src, D * sizeof(T));
+        std::memcpy(row, v + i * rb, rb);
       }
     }
   }
