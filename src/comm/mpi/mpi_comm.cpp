@@ -32,6 +32,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -678,6 +679,11 @@ class MpiComm final : public Communicator {
     std::atomic<int64_t> timeout_ns{0};
     std::atomic<const char*> what{""};
     std::string prefix;
+    // Milliseconds to nanoseconds, saturating (a timeout of years must not wrap negative).
+    static int64_t ns_of(std::chrono::milliseconds t) {
+      constexpr int64_t kMaxMs = std::numeric_limits<int64_t>::max() / 2000000;
+      return std::min<int64_t>(std::max<int64_t>(t.count(), 0), kMaxMs) * 1000000;
+    }
     static int64_t now_ns() {
       return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
           .count();
@@ -713,7 +719,7 @@ class MpiComm final : public Communicator {
     Watchdog& d;
     Watch(MpiComm& c, const char* what) : d(c.watchdog()) {
       d.what.store(what, std::memory_order_relaxed);
-      const int64_t to = std::chrono::duration_cast<std::chrono::nanoseconds>(c.timeout_).count();
+      const int64_t to = Watchdog::ns_of(c.timeout_);
       if (d.timeout_ns.exchange(to, std::memory_order_relaxed) > to) {  // shorter now: the thread's nap too
         std::lock_guard<std::mutex> lk(d.m);
         d.cv.notify_all();
@@ -726,7 +732,7 @@ class MpiComm final : public Communicator {
     if (!dog_) {
       dog_ = std::make_unique<Watchdog>();
       dog_->prefix = "rank " + std::to_string(rank_) + "/" + std::to_string(size_) + " mpi";
-      dog_->timeout_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(timeout_).count());
+      dog_->timeout_ns.store(Watchdog::ns_of(timeout_));
       Watchdog* d = dog_.get();
       dog_->th = std::thread([d] { d->loop(); });
     }
