@@ -29,9 +29,7 @@ inline Local coalesce_input(const SparseView& in, const TensorSpec& spec) {
   for (size_t i = 0; i < in.nnz; ++i) {
     l.keys[i] = in.index_at(i);
     // Checked even when the caller skipped validation: the row indexes buffers below.
-    if (l.keys[i] < 0 || static_cast<uint64_t>(l.keys[i]) >= R)
-      ZEN_THROW(Result::InvalidArgument, "index " + std::to_string(l.keys[i]) + " at entry " + std::to_string(i) +
-                                             " is outside [0, " + std::to_string(R) + ")");
+    plan::check_index(l.keys[i], i, R);
   }
   const size_t vb = in.nnz * spec.row_width * dtype_size(spec.dtype);
   l.vals.resize(vb);

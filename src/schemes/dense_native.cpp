@@ -6,7 +6,6 @@
 // allocation.
 #include <cstring>
 
-#include "zen/error.hpp"
 #include "owner_stage.hpp"
 #include "plan_util.hpp"
 #include "zen/schemes/scheme.hpp"
@@ -81,9 +80,7 @@ class DenseNative final : public SparseAllreduce {
     const auto* v = static_cast<const uint8_t*>(in.values);
     for (size_t i = 0; i < in.nnz; ++i) {
       const int64_t x = in.index_at(i);
-      if (x < 0 || static_cast<uint64_t>(x) >= R)
-        ZEN_THROW(Result::InvalidArgument, "index " + std::to_string(x) + " at entry " + std::to_string(i) +
-                                               " is outside [0, " + std::to_string(R) + ")");
+      plan::check_index(x, i, R);
       const uint64_t r = static_cast<uint64_t>(x), bit = uint64_t{1} << (r & 63);
       uint8_t* row = buf + r * rb;
       if (bm[r >> 6] & bit) {

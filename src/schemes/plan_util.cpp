@@ -83,9 +83,13 @@ void parallel_copy(void* dst, const void* src, size_t bytes, detail::ThreadPool*
 }
 
 void densify(const Coalesced& loc, const TensorSpec& spec, uint8_t* buf, detail::ThreadPool* pool) {
-  const size_t rb = spec.row_width * dtype_size(spec.dtype);
   if (spec.dense_len) parallel_zero(buf, spec.dense_len * dtype_size(spec.dtype), pool);
-  for (size_t i = 0; i < loc.k; ++i) std::memcpy(buf + static_cast<size_t>(loc.keys[i]) * rb, loc.rows + i * rb, rb);
+  densify_rows(loc, spec, buf);
+}
+
+void throw_index_outside(int64_t x, size_t i, uint64_t R) {
+  ZEN_THROW(Result::InvalidArgument,
+            "index " + std::to_string(x) + " at entry " + std::to_string(i) + " is outside [0, " + std::to_string(R) + ")");
 }
 
 void densify_rows(const Coalesced& loc, const TensorSpec& spec, uint8_t* buf) {
@@ -145,9 +149,7 @@ Coalesced Coalescer::run(const SparseView& in, const TensorSpec& spec, bool sort
     int64_t prev = -1;
     for (size_t i = 0; i < nnz; ++i) {
       const int64_t x = in.index_at(i);
-      if (x < 0 || static_cast<uint64_t>(x) >= R)
-        ZEN_THROW(Result::InvalidArgument, "index " + std::to_string(x) + " at entry " + std::to_string(i) +
-                                               " is outside [0, " + std::to_string(R) + ")");
+      check_index(x, i, R);
       inc = inc && x > prev;
       prev = x;
     }

@@ -72,6 +72,13 @@ void parallel_copy(void* dst, const void* src, size_t bytes, detail::ThreadPool*
 
 /// Zero `buf` (N values of the spec's dtype) and write the coalesced rows into it.
 void densify(const Coalesced& loc, const TensorSpec& spec, uint8_t* buf, detail::ThreadPool* pool);
+/// Row index x of entry i checked against [0, R) (the plans check it even when the caller skipped
+/// validation: it indexes their buffers).
+[[noreturn]] void throw_index_outside(int64_t x, size_t i, uint64_t R);
+inline void check_index(int64_t x, size_t i, uint64_t R) {
+  if (x < 0 || static_cast<uint64_t>(x) >= R) throw_index_outside(x, i, R);
+}
+
 /// densify into a buffer already zeroed.
 void densify_rows(const Coalesced& loc, const TensorSpec& spec, uint8_t* buf);
 

@@ -510,13 +510,7 @@ class MpiComm final : public Communicator {
       // rank); then the blocking call can only fail to finish if the transport itself is stuck, which
       // the watchdog turns into a job abort with the message (a blocking call cannot be withdrawn).
       handshake();
-      auto* b = static_cast<uint8_t*>(buf);
-      for (size_t off = 0; off < count; off += per) {
-        const size_t c = std::min(per, count - off);
-        Watch w(*this, "MPI_Allreduce");
-        check(MPI_Allreduce(MPI_IN_PLACE, b + off * es, static_cast<int>(c), mpi_type(dtype), mpi_op(dtype, op), comm_), -1,
-              "MPI_Allreduce");
-      }
+      blocking_allreduce(buf, count, dtype, op);
       return;
     }
     const Mem m = owner() ? Mem::Owned : Mem::Staged;
@@ -536,22 +530,24 @@ class MpiComm final : public Communicator {
     if (m == Mem::Staged) std::memcpy(buf, b, total);
   }
 
-  void do_allreduce_or(void* buf, size_t bytes) override {
-    progress_sends();
-    coll_tag();
-    if (size_ == 1 || bytes == 0) return;
-    const size_t per = max_message_bytes();
+  // Large, after the presence check: Open MPI's blocking MPI_Allreduce in chunks of at most
+  // max_message_bytes(), each under the watchdog.
+  void blocking_allreduce(void* buf, size_t count, DType dtype, ReduceOp op) {
+    const size_t es = dtype_size(dtype), per = std::max<size_t>(1, max_message_bytes() / es);
     auto* b = static_cast<uint8_t*>(buf);
-    if (bytes > kStageLimit) {  // as do_allreduce: handshake, then the blocking call under the watchdog
-      handshake();
-      for (size_t off = 0; off < bytes; off += per) {
-        Watch w(*this, "MPI_Allreduce");
-        check(MPI_Allreduce(MPI_IN_PLACE, b + off, static_cast<int>(std::min(per, bytes - off)), MPI_BYTE, MPI_BOR, comm_), -1,
-              "MPI_Allreduce");
-      }
-      return;
+    for (size_t off = 0; off < count; off += per) {
+      const size_t c = std::min(per, count - off);
+      Watch w(*this, "MPI_Allreduce");
+      check(MPI_Allreduce(MPI_IN_PLACE, b + off * es, static_cast<int>(c), mpi_type(dtype), mpi_op(dtype, op), comm_), -1,
+            "MPI_Allreduce");
     }
+  }
+
+  // Bitwise OR through MPI_Iallreduce and the wait loop (time-out and abort checks), on the buffer
+  // when it is a plan's, else on a staged copy. bytes <= max_message_bytes().
+  void nonblocking_or(void* buf, size_t bytes) {
     const Mem m = owner() ? Mem::Owned : Mem::Staged;
+    auto* b = static_cast<uint8_t*>(buf);
     uint8_t* d = m == Mem::Staged ? stage_bytes(stage_->r, bytes) : b;
     if (m == Mem::Staged) std::memcpy(d, b, bytes);
     q_.clear();
@@ -561,37 +557,40 @@ class MpiComm final : public Communicator {
     if (m == Mem::Staged) std::memcpy(b, d, bytes);
   }
 
+  void do_allreduce_or(void* buf, size_t bytes) override {
+    progress_sends();
+    coll_tag();
+    if (size_ == 1 || bytes == 0) return;
+    if (bytes > kStageLimit) {  // as do_allreduce: handshake, then the blocking call under the watchdog
+      handshake();
+      const size_t per = max_message_bytes();
+      auto* b = static_cast<uint8_t*>(buf);
+      for (size_t off = 0; off < bytes; off += per) {
+        Watch w(*this, "MPI_Allreduce");
+        check(MPI_Allreduce(MPI_IN_PLACE, b + off, static_cast<int>(std::min(per, bytes - off)), MPI_BYTE, MPI_BOR, comm_), -1,
+              "MPI_Allreduce");
+      }
+      return;
+    }
+    nonblocking_or(buf, bytes);
+  }
+
   // A sum and its support bitmap: when the sum takes the blocking path (large), the OR goes first,
-  // non-blocking (on the bitmap, or on a staged copy when it is the caller's), waited for with the
-  // time-out and abort checks of every wait. Its completion shows that every rank has entered the
-  // operation, so it stands in for the presence check before the blocking MPI_Allreduce of the
-  // values. Otherwise the two calls one after the other. The choice depends only on the sizes: the
-  // same on every rank.
+  // non-blocking, waited for with the time-out and abort checks of every wait. Its completion shows
+  // that every rank has entered the operation, so it stands in for the presence check before the
+  // blocking MPI_Allreduce of the values. Otherwise the two calls one after the other. The choice
+  // depends only on the sizes: the same on every rank.
   void do_allreduce_sum_or(void* buf, size_t count, DType dtype, void* bits, size_t bytes) override {
-    const size_t es = dtype_size(dtype), total = count * es;
-    if (size_ == 1 || count == 0 || bytes == 0 || total <= kStageLimit || total > max_message_bytes() ||
-        bytes > max_message_bytes()) {
+    if (size_ == 1 || count == 0 || bytes == 0 || count * dtype_size(dtype) <= kStageLimit || bytes > max_message_bytes()) {
       do_allreduce(buf, count, dtype, ReduceOp::Sum);
       do_allreduce_or(bits, bytes);
       return;
     }
     progress_sends();
     coll_tag();
-    const Mem m = owner() ? Mem::Owned : Mem::Staged;
-    uint8_t* b = static_cast<uint8_t*>(bits);
-    if (m == Mem::Staged) {
-      b = stage_bytes(stage_->r, bytes);
-      std::memcpy(b, bits, bytes);
-    }
-    q_.clear();
-    post_native(MPI_Iallreduce(MPI_IN_PLACE, b, static_cast<int>(bytes), MPI_BYTE, MPI_BOR, comm_, native_slot()),
-                "MPI_Iallreduce");
-    wait(m);
-    if (m == Mem::Staged) std::memcpy(bits, b, bytes);
+    nonblocking_or(bits, bytes);
     refuse_if_a_peer_gave_up();
-    Watch w(*this, "MPI_Allreduce");
-    check(MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), mpi_type(dtype), mpi_op(dtype, ReduceOp::Sum), comm_),
-          -1, "MPI_Allreduce");
+    blocking_allreduce(buf, count, dtype, ReduceOp::Sum);
   }
 
   void do_broadcast(void* buf, size_t bytes, int root) override {
