@@ -5,6 +5,7 @@
 #include <numeric>
 #include <string>
 
+#include "zen/detail/popcount.hpp"
 #include "zen/error.hpp"
 
 namespace zen::encode {
@@ -40,9 +41,7 @@ void check_padding(const uint8_t* bm, uint64_t nbits) {
 
 uint64_t bitmap_count(const uint8_t* bm, uint64_t nbits) {
   const uint64_t nbytes = bitmap_bytes(nbits);
-  uint64_t c = 0;
-  for (uint64_t w = 0; w * 8 < nbytes; ++w) c += static_cast<uint64_t>(__builtin_popcountll(load_word(bm, w, nbytes)));
-  return c;
+  return zen::detail::popcount_bytes(bm, static_cast<size_t>(nbytes));
 }
 
 void bitmap_decode(const uint8_t* bm, uint64_t nbits, std::vector<uint64_t>& positions) {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "zen/detail/popcount.hpp"
 #include "zen/error.hpp"
 
 namespace zen::encode {
@@ -46,14 +47,7 @@ bool ef_check_frame(const uint8_t* msg, size_t bytes, uint64_t m, uint64_t k, co
   if (bytes != lay.bytes()) return fail("size differs from the layout of (m, K)");
   if (!k) return true;
   // Exactly k set bits in the upper part, none in its padding.
-  uint64_t ones = 0;
-  size_t i = 0;
-  for (; i + 8 <= lay.upper_bytes; i += 8) {
-    uint64_t x;
-    std::memcpy(&x, msg + i, 8);
-    ones += static_cast<uint64_t>(__builtin_popcountll(x));
-  }
-  for (; i < lay.upper_bytes; ++i) ones += static_cast<uint64_t>(__builtin_popcount(msg[i]));
+  const uint64_t ones = zen::detail::popcount_bytes(msg, static_cast<size_t>(lay.upper_bytes));
   if (ones != k) return fail("upper part does not hold K set bits");
   if (lay.upper_bits % 8 && (msg[lay.upper_bytes - 1] >> (lay.upper_bits % 8))) return fail("padding bit set in the upper part");
   const unsigned __int128 lbits = static_cast<unsigned __int128>(k) * lay.low_bits;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "plan_util.hpp"
+#include "zen/detail/popcount.hpp"
 #include "zen/encode/elias_fano.hpp"
 #include "zen/error.hpp"
 #include "zen/schemes/scheme.hpp"
@@ -593,9 +594,7 @@ void owner_write(OwnerState& st, size_t isz, size_t D, uint8_t enc, uint8_t* msg
   if (tasks > 1) {
     tp.run(tasks, [&](int t) {
       const size_t b = detail::ThreadPool::chunk_begin(words, tasks, t), e = detail::ThreadPool::chunk_begin(words, tasks, t + 1);
-      uint64_t c = 0;
-      for (size_t i = b; i < e; ++i) c += static_cast<uint64_t>(__builtin_popcountll(present[i]));
-      before[static_cast<size_t>(t) + 1] = c;
+      before[static_cast<size_t>(t) + 1] = detail::popcount_bytes(present + b, (e - b) * sizeof(uint64_t));
     });
     for (int t = 0; t < tasks; ++t) before[static_cast<size_t>(t) + 1] += before[static_cast<size_t>(t)];
   }
@@ -630,11 +629,7 @@ inline void check_pull_message(const uint8_t* msg, uint8_t enc, uint64_t m, uint
     ok = encode::ef_check_frame(msg, encode::ef_bytes(m, K), m, K);  // order and range: for_positions
   } else if (bitmap) {
     const size_t nb = static_cast<size_t>((m + 7) / 8);
-    uint64_t c = 0;
-    size_t i = 0;
-    for (; i + 8 <= nb; i += 8) c += static_cast<uint64_t>(__builtin_popcountll(load_as<uint64_t>(msg + i)));
-    for (; i < nb; ++i) c += static_cast<uint64_t>(__builtin_popcount(msg[i]));
-    ok = c == K && !(m % 8 && (msg[m / 8] >> (m % 8)));
+    ok = detail::popcount_bytes(msg, nb) == K && !(m % 8 && (msg[m / 8] >> (m % 8)));
   } else {
     for (uint64_t k = 0; k < K && ok; ++k) ok = load_key(msg, k, isz) < m;
   }
