@@ -190,14 +190,14 @@ void Communicator::allreduce(void* buf, size_t count, DType dtype, ReduceOp op) 
   });
 }
 
-void Communicator::do_allreduce_sum_or(void* buf, size_t count, DType dtype, void* bits, size_t bytes) {
+void Communicator::do_allreduce_sum_or(void* buf, size_t count, DType dtype, void* bits, size_t bytes, PieceDone) {
   do_allreduce(buf, count, dtype, ReduceOp::Sum);
   do_allreduce_or(bits, bytes);
 }
 
-void Communicator::allreduce_sum_or(void* buf, size_t count, DType dtype, void* bits, size_t bytes) {
+void Communicator::allreduce_sum_or(void* buf, size_t count, DType dtype, void* bits, size_t bytes, PieceDone done) {
   run_op(CommOp::Allreduce, [&] {
-    do_allreduce_sum_or(buf, count, dtype, bits, bytes);
+    do_allreduce_sum_or(buf, count, dtype, bits, bytes, done);
     count_allreduce(count, dtype_size(dtype));
     count_allreduce(bytes, 1);
   });

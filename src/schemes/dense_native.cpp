@@ -61,16 +61,47 @@ class DenseNative final : public SparseAllreduce {
       if (comm_.size() > 1 && N) comm_.allreduce(buf, N, spec_.dtype, ReduceOp::Sum);
       return;
     }
+    // The rows of the result as the sum's pieces become final (each while it is in cache), the
+    // rest after the call.
+    Extract ex{buf, reinterpret_cast<const uint8_t*>(bm), R, spec_.row_width, spec_.row_width * vs, sparse_out};
     {
       // The sum and its support in one operation (the backend may overlap them).
       Phase ph(*this, "allreduce");
-      if (comm_.size() > 1 && N) comm_.allreduce_sum_or(buf, N, spec_.dtype, bm, static_cast<size_t>((R + 7) / 8));
+      if (comm_.size() > 1 && N)
+        comm_.allreduce_sum_or(buf, N, spec_.dtype, bm, static_cast<size_t>((R + 7) / 8),
+                               Communicator::PieceDone{&Extract::piece, &ex});
     }
     Phase ph(*this, "extract");
-    plan::support_rows_to_sparse(buf, reinterpret_cast<const uint8_t*>(bm), R, spec_.row_width * vs, *sparse_out);
+    ex.upto(R);
   }
 
  private:
+  // The sparse result, written in row order as the rows become final.
+  struct Extract {
+    const uint8_t* dense;
+    const uint8_t* bm;
+    uint64_t R;
+    size_t D, rb;
+    SparseTensor* out;
+    bool sized = false;
+    uint64_t row = 0;  // rows below are written
+    size_t j = 0;      // entries written
+    // Rows below `end` (the support is final from the first piece on).
+    void upto(uint64_t end) {
+      if (!sized) {
+        out->resize(static_cast<size_t>(plan::support_count(bm, R)));
+        sized = true;
+      }
+      if (end <= row) return;
+      j = plan::support_rows_range(dense, bm, R, row, end, rb, out->indices.data(), out->values.data(), j);
+      row = end;
+    }
+    static void piece(void* ctx, size_t first, size_t count) {
+      auto* e = static_cast<Extract*>(ctx);
+      e->upto((first + count) / e->D);  // rows wholly inside the final elements
+    }
+  };
+
   // Rows of the input into the zeroed dense buffer; bit r of bm set for every row r present.
   // Byte pointers and unaligned row adds: neither the input nor a caller's buffer need be aligned.
   template <typename T>

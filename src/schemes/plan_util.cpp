@@ -4,6 +4,7 @@
 #include <string>
 #include <type_traits>
 
+#include "zen/detail/popcount.hpp"
 #include "zen/error.hpp"
 
 namespace zen::plan {
@@ -99,29 +100,39 @@ void densify_rows(const Coalesced& loc, const TensorSpec& spec, uint8_t* buf) {
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "bitmaps are read as little-endian 64-bit words");
 
-void support_rows_to_sparse(const uint8_t* dense, const uint8_t* bm, uint64_t R, size_t rb, SparseTensor& out) {
-  const size_t nbytes = static_cast<size_t>((R + 7) / 8), full = nbytes / 8;
+namespace {
+// Word w of a bitmap of nbytes bytes (the last one zero-padded): words are read whole.
+inline uint64_t bitmap_word(const uint8_t* bm, size_t nbytes, size_t w) {
+  uint64_t x = 0;
+  if ((w + 1) * 8 <= nbytes) std::memcpy(&x, bm + w * 8, 8);
+  else if (w * 8 < nbytes) std::memcpy(&x, bm + w * 8, nbytes - w * 8);
+  return x;
+}
+}  // namespace
+
+uint64_t support_count(const uint8_t* bm, uint64_t R) { return detail::popcount_bytes(bm, static_cast<size_t>((R + 7) / 8)); }
+
+size_t support_rows_range(const uint8_t* dense, const uint8_t* bm, uint64_t R, uint64_t r0, uint64_t r1, size_t rb,
+                          int64_t* oi, uint8_t* ov, size_t j) {
+  r1 = std::min(r1, R);
+  if (r0 >= r1) return j;
+  const size_t nbytes = static_cast<size_t>((R + 7) / 8);
+  const size_t w0 = static_cast<size_t>(r0 / 64), w1 = static_cast<size_t>((r1 - 1) / 64) + 1;  // words [w0, w1)
+  // Bits of word w inside [r0, r1).
   auto word = [&](size_t w) {
-    uint64_t x = 0;
-    if (w < full) std::memcpy(&x, bm + w * 8, 8);
-    else std::memcpy(&x, bm + w * 8, nbytes - w * 8);
+    uint64_t x = bitmap_word(bm, nbytes, w);
+    if (w == w0 && (r0 & 63)) x &= ~uint64_t{0} << (r0 & 63);
+    if (w + 1 == w1 && (r1 & 63)) x &= ~(~uint64_t{0} << (r1 & 63));
     return x;
   };
-  const size_t words = (nbytes + 7) / 8;
-  size_t k = 0;
-  for (size_t w = 0; w < words; ++w) k += static_cast<size_t>(__builtin_popcountll(word(w)));
-  out.resize(k);
-  int64_t* oi = out.indices.data();
-  uint8_t* ov = out.values.data();
-  // The rows of word w + kAhead are prefetched while word w's are copied (the dense buffer is out
-  // of cache after the allreduce; at a few % density a word holds one or two rows).
+  // The rows of word w + kAhead are prefetched while word w's are copied (the dense buffer may be
+  // out of cache; at a few % density a word holds one or two rows).
   constexpr size_t kAhead = 16;
   auto copy_rows = [&](auto width) {
     constexpr size_t W = decltype(width)::value;
     const size_t RB = W ? W : rb;
-    size_t j = 0;
-    for (size_t w = 0; w < words; ++w) {
-      if (w + kAhead < words)
+    for (size_t w = w0; w < w1; ++w) {
+      if (w + kAhead < w1)
         for (uint64_t y = word(w + kAhead); y; y &= y - 1)
           __builtin_prefetch(dense + ((w + kAhead) * 64 + static_cast<uint64_t>(__builtin_ctzll(y))) * RB);
       for (uint64_t x = word(w); x; x &= x - 1) {
@@ -135,6 +146,12 @@ void support_rows_to_sparse(const uint8_t* dense, const uint8_t* bm, uint64_t R,
   if (rb == 4) copy_rows(std::integral_constant<size_t, 4>{});
   else if (rb == 8) copy_rows(std::integral_constant<size_t, 8>{});
   else copy_rows(std::integral_constant<size_t, 0>{});
+  return j;
+}
+
+void support_rows_to_sparse(const uint8_t* dense, const uint8_t* bm, uint64_t R, size_t rb, SparseTensor& out) {
+  out.resize(static_cast<size_t>(support_count(bm, R)));
+  support_rows_range(dense, bm, R, 0, R, rb, out.indices.data(), out.values.data(), 0);
 }
 
 Coalesced Coalescer::run(const SparseView& in, const TensorSpec& spec, bool sorted, detail::ThreadPool* pool) {

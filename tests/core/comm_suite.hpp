@@ -61,30 +61,74 @@ inline void check_allreduce_or(Communicator& c, size_t bytes) {
   EXPECT_EQ(d.sent[static_cast<size_t>(CommOp::Allreduce)], n > 1 ? 2 * (bytes - ring_chunk_bytes(bytes, 1, n, r)) : 0);
 }
 
+// Pieces of an allreduce_sum_or reported early (Communicator::PieceDone): each must follow the
+// previous one and be final when reported, values and the whole support alike.
+struct PieceLog {
+  const float* buf = nullptr;
+  const uint8_t* bits = nullptr;
+  size_t bytes = 0;
+  int n = 1;
+  size_t next = 0;        // the next piece must start here
+  size_t pieces = 0;
+  size_t bad_values = 0;  // elements not yet final when reported
+  bool out_of_order = false, bits_early = false;
+  static void on_piece(void* ctx, size_t first, size_t count);
+};
+
 // A sum and its support in one call: f32 values as check_allreduce, the bits as check_allreduce_or
 // (count / 8 + 1 bytes). `owned`: inside an OwnerScope (a plan's buffers), else caller memory.
-inline void check_allreduce_sum_or(Communicator& c, size_t count, bool owned) {
+// Returns the number of pieces the backend reported early.
+inline size_t check_allreduce_sum_or(Communicator& c, size_t count, bool owned) {
   const int n = c.size(), r = c.rank();
   const size_t bytes = count / 8 + 1;
   std::vector<float> buf(count);
   for (size_t i = 0; i < count; ++i) buf[i] = static_cast<float>(rv(r, i));
   std::vector<uint8_t> b = or_input(bytes, r);
+  PieceLog log;
+  log.buf = buf.data();
+  log.bits = b.data();
+  log.bytes = bytes;
+  log.n = n;
   auto before = c.stats();
   {
     Communicator::OwnerScope scope(c, owned ? std::make_shared<int>(0) : nullptr);
-    c.allreduce_sum_or(buf.data(), count, DType::F32, b.data(), bytes);
+    c.allreduce_sum_or(buf.data(), count, DType::F32, b.data(), bytes, Communicator::PieceDone{&PieceLog::on_piece, &log});
   }
   for (size_t i = 0; i < count; ++i) {
     double want = 0;
     for (int p = 0; p < n; ++p) want += rv(p, i);
-    ASSERT_EQ(static_cast<double>(buf[i]), want) << "rank " << r << " element " << i;
+    EXPECT_EQ(static_cast<double>(buf[i]), want) << "rank " << r << " element " << i;
+    if (static_cast<double>(buf[i]) != want) return log.pieces;
   }
   expect_or_result(b, n, r);
+  EXPECT_FALSE(log.out_of_order) << "rank " << r << ": pieces not reported in order";
+  EXPECT_LE(log.next, count) << "rank " << r;
+  EXPECT_EQ(log.bad_values, 0u) << "rank " << r << ": elements reported before they were final";
+  EXPECT_FALSE(log.bits_early) << "rank " << r << ": a piece reported before the support was final";
   auto d = c.stats() - before;
   const size_t total = count * 4;
   const size_t expect = n > 1 ? 2 * (total - ring_chunk_bytes(count, 4, n, r)) + 2 * (bytes - ring_chunk_bytes(bytes, 1, n, r)) : 0;
   EXPECT_EQ(d.sent[static_cast<size_t>(CommOp::Allreduce)], expect);
   EXPECT_EQ(d.calls[static_cast<size_t>(CommOp::Allreduce)], 1u);
+  return log.pieces;
+}
+
+inline void PieceLog::on_piece(void* ctx, size_t first, size_t count) {
+  auto* l = static_cast<PieceLog*>(ctx);
+  if (first != l->next) l->out_of_order = true;
+  l->next = first + count;
+  ++l->pieces;
+  for (size_t i = first; i < first + count; ++i) {
+    double want = 0;
+    for (int p = 0; p < l->n; ++p) want += rv(p, i);
+    if (static_cast<double>(l->buf[i]) != want) ++l->bad_values;
+  }
+  std::vector<uint8_t> want(l->bytes, 0);
+  for (int p = 0; p < l->n; ++p) {
+    const std::vector<uint8_t> in = or_input(l->bytes, p);
+    for (size_t i = 0; i < l->bytes; ++i) want[i] |= in[i];
+  }
+  if (std::memcmp(want.data(), l->bits, l->bytes) != 0) l->bits_early = true;
 }
 
 // Rank r sends (r + p + 1) * scale elements to p; every element encodes (source, dest, position).

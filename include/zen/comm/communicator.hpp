@@ -95,10 +95,20 @@ class Communicator {
   void allreduce(void* buf, size_t count, DType dtype, ReduceOp op = ReduceOp::Sum);
   /// In-place bitwise OR of `bytes` bytes over all ranks (presence bitmaps); counted as an allreduce.
   void allreduce_or(void* buf, size_t bytes);
+  /// Told during allreduce_sum_or that elements [first, first + count) of the sum, and the whole
+  /// support, are final: pieces in order from element 0, while the rest is still being reduced (a
+  /// caller reads each piece while it is in cache). Backends report some, all or none of the
+  /// pieces; everything is final when the call returns. Runs on the thread running the operation
+  /// and must not call the communicator; if it throws, no further pieces are reported and the
+  /// exception reaches the caller once the operation has completed on this rank.
+  struct PieceDone {
+    void (*fn)(void* ctx, size_t first, size_t count);  // null: nothing to tell
+    void* ctx;
+  };
   /// allreduce(buf, count, dtype, Sum) and allreduce_or(bits, bytes) as one operation (a sum and
-  /// its support): backends may run the two together (MPI: one presence check, the OR overlapped
-  /// with the sum). One allreduce call; the traffic of both.
-  void allreduce_sum_or(void* buf, size_t count, DType dtype, void* bits, size_t bytes);
+  /// its support): backends may run the two together (MPI: one presence check, the OR first, the
+  /// sum in pieces reported to `done`). One allreduce call; the traffic of both.
+  void allreduce_sum_or(void* buf, size_t count, DType dtype, void* bits, size_t bytes, PieceDone done = {});
   void broadcast(void* buf, size_t bytes, int root);
   void barrier();
 
@@ -160,8 +170,8 @@ class Communicator {
   virtual void do_allreduce(void* buf, size_t count, DType dtype, ReduceOp op) = 0;
   /// Default: ring reduce-scatter + allgather over do_sendrecv (backends override with native calls).
   virtual void do_allreduce_or(void* buf, size_t bytes);
-  /// Default: do_allreduce, then do_allreduce_or.
-  virtual void do_allreduce_sum_or(void* buf, size_t count, DType dtype, void* bits, size_t bytes);
+  /// Default: do_allreduce, then do_allreduce_or (no piece reported early).
+  virtual void do_allreduce_sum_or(void* buf, size_t count, DType dtype, void* bits, size_t bytes, PieceDone done);
   virtual void do_broadcast(void* buf, size_t bytes, int root) = 0;
   virtual void do_barrier() = 0;
   virtual void do_abort(const std::string& reason) { (void)reason; }
