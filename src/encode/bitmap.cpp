@@ -24,13 +24,6 @@ void bitmap_encode(const uint64_t* positions, size_t k, uint64_t nbits, uint8_t*
 }
 
 namespace {
-inline uint64_t load_word(const uint8_t* bm, uint64_t w, uint64_t nbytes) {
-  uint64_t x = 0;
-  const uint64_t off = w * 8;
-  const uint64_t take = std::min<uint64_t>(8, nbytes - off);
-  std::memcpy(&x, bm + off, take);  // little-endian: byte b holds bits 8b..8b+7
-  return x;
-}
 void check_padding(const uint8_t* bm, uint64_t nbits) {
   if (nbits % 8 == 0) return;
   const uint8_t last = bm[nbits / 8];
@@ -46,9 +39,9 @@ uint64_t bitmap_count(const uint8_t* bm, uint64_t nbits) {
 
 void bitmap_decode(const uint8_t* bm, uint64_t nbits, std::vector<uint64_t>& positions) {
   check_padding(bm, nbits);
-  const uint64_t nbytes = bitmap_bytes(nbits);
-  for (uint64_t w = 0; w * 8 < nbytes; ++w) {
-    uint64_t x = load_word(bm, w, nbytes);
+  const size_t nbytes = bitmap_bytes(nbits);
+  for (size_t w = 0; w * 8 < nbytes; ++w) {
+    uint64_t x = bitmap_word(bm, nbytes, w);
     while (x) {
       const int b = __builtin_ctzll(x);
       positions.push_back(w * 64 + static_cast<uint64_t>(b));

@@ -8,6 +8,7 @@
 
 #include "owner_stage.hpp"
 #include "plan_util.hpp"
+#include "zen/encode/bitmap.hpp"
 #include "zen/schemes/scheme.hpp"
 
 namespace zen {
@@ -89,7 +90,7 @@ class DenseNative final : public SparseAllreduce {
     // Rows below `end` (the support is final from the first piece on).
     void upto(uint64_t end) {
       if (!sized) {
-        out->resize(static_cast<size_t>(plan::support_count(bm, R)));
+        out->resize(static_cast<size_t>(encode::bitmap_count(bm, R)));
         sized = true;
       }
       if (end <= row) return;

@@ -4,7 +4,7 @@
 #include <string>
 #include <type_traits>
 
-#include "zen/detail/popcount.hpp"
+#include "zen/encode/bitmap.hpp"
 #include "zen/error.hpp"
 
 namespace zen::plan {
@@ -98,29 +98,15 @@ void densify_rows(const Coalesced& loc, const TensorSpec& spec, uint8_t* buf) {
   for (size_t i = 0; i < loc.k; ++i) std::memcpy(buf + static_cast<size_t>(loc.keys[i]) * rb, loc.rows + i * rb, rb);
 }
 
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "bitmaps are read as little-endian 64-bit words");
-
-namespace {
-// Word w of a bitmap of nbytes bytes (the last one zero-padded): words are read whole.
-inline uint64_t bitmap_word(const uint8_t* bm, size_t nbytes, size_t w) {
-  uint64_t x = 0;
-  if ((w + 1) * 8 <= nbytes) std::memcpy(&x, bm + w * 8, 8);
-  else if (w * 8 < nbytes) std::memcpy(&x, bm + w * 8, nbytes - w * 8);
-  return x;
-}
-}  // namespace
-
-uint64_t support_count(const uint8_t* bm, uint64_t R) { return detail::popcount_bytes(bm, static_cast<size_t>((R + 7) / 8)); }
-
 size_t support_rows_range(const uint8_t* dense, const uint8_t* bm, uint64_t R, uint64_t r0, uint64_t r1, size_t rb,
                           int64_t* oi, uint8_t* ov, size_t j) {
   r1 = std::min(r1, R);
   if (r0 >= r1) return j;
-  const size_t nbytes = static_cast<size_t>((R + 7) / 8);
+  const size_t nbytes = encode::bitmap_bytes(R);
   const size_t w0 = static_cast<size_t>(r0 / 64), w1 = static_cast<size_t>((r1 - 1) / 64) + 1;  // words [w0, w1)
   // Bits of word w inside [r0, r1).
   auto word = [&](size_t w) {
-    uint64_t x = bitmap_word(bm, nbytes, w);
+    uint64_t x = encode::bitmap_word(bm, nbytes, w);
     if (w == w0 && (r0 & 63)) x &= ~uint64_t{0} << (r0 & 63);
     if (w + 1 == w1 && (r1 & 63)) x &= ~(~uint64_t{0} << (r1 & 63));
     return x;
@@ -150,7 +136,7 @@ size_t support_rows_range(const uint8_t* dense, const uint8_t* bm, uint64_t R, u
 }
 
 void support_rows_to_sparse(const uint8_t* dense, const uint8_t* bm, uint64_t R, size_t rb, SparseTensor& out) {
-  out.resize(static_cast<size_t>(support_count(bm, R)));
+  out.resize(static_cast<size_t>(encode::bitmap_count(bm, R)));
   support_rows_range(dense, bm, R, 0, R, rb, out.indices.data(), out.values.data(), 0);
 }
 

@@ -87,8 +87,6 @@ inline void set_bit64(uint64_t* bm, uint64_t i) { bm[i >> 6] |= uint64_t{1} << (
 /// The rows of a dense buffer (R rows of rb bytes) whose bit is set in bm (ceil(R/8) bytes, bit r
 /// of byte r/8) as a sparse tensor, rows ascending. Words are read whole, rows prefetched ahead.
 void support_rows_to_sparse(const uint8_t* dense, const uint8_t* bm, uint64_t R, size_t rb, SparseTensor& out);
-/// Rows set in bm (ceil(R/8) bytes).
-uint64_t support_count(const uint8_t* bm, uint64_t R);
 /// The rows r0 <= r < r1 of a dense buffer whose bit is set in bm: indices to oi[j..], values to
 /// ov + j * rb, rows ascending; returns j plus the rows written (support_rows_to_sparse by ranges).
 size_t support_rows_range(const uint8_t* dense, const uint8_t* bm, uint64_t R, uint64_t r0, uint64_t r1, size_t rb,

@@ -7,6 +7,7 @@
 // position order.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "zen/hash/hash.hpp"
@@ -14,6 +15,15 @@
 namespace zen::encode {
 
 inline size_t bitmap_bytes(uint64_t nbits) { return static_cast<size_t>((nbits + 7) / 8); }
+
+/// Bits 64w..64w+63 of a bitmap of nbytes bytes as one little-endian word, zero past the end.
+inline uint64_t bitmap_word(const uint8_t* bm, size_t nbytes, size_t w) {
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "bitmaps are read as little-endian 64-bit words");
+  uint64_t x = 0;
+  if ((w + 1) * 8 <= nbytes) std::memcpy(&x, bm + w * 8, 8);
+  else if (w * 8 < nbytes) std::memcpy(&x, bm + w * 8, nbytes - w * 8);
+  return x;
+}
 
 /// Set the bits of strictly increasing positions (< nbits) in a zeroed bitmap of bitmap_bytes(nbits).
 void bitmap_encode(const uint64_t* positions, size_t k, uint64_t nbits, uint8_t* out);

@@ -556,15 +556,19 @@ class MpiComm final : public Communicator {
   // Each finished piece goes to `done` (outside the watchdog's watch); a throwing `done` is
   // called no more, and its exception is rethrown after the last piece.
   void blocking_allreduce(void* buf, size_t count, DType dtype, ReduceOp op, PieceDone done = {}) {
-    const size_t es = dtype_size(dtype), per = std::max<size_t>(1, allreduce_piece_bytes(multi_host_) / es);
+    blocking_allreduce_pieces(buf, count, dtype_size(dtype), mpi_type(dtype), mpi_op(dtype, op),
+                              allreduce_piece_bytes(multi_host_), done);
+  }
+  void blocking_allreduce_pieces(void* buf, size_t count, size_t es, MPI_Datatype type, MPI_Op mop, size_t piece_bytes,
+                                 PieceDone done) {
+    const size_t per = std::max<size_t>(1, piece_bytes / es);
     auto* b = static_cast<uint8_t*>(buf);
     std::exception_ptr err;
     for (size_t off = 0; off < count; off += per) {
       const size_t c = std::min(per, count - off);
       {
         Watch w(*this, "MPI_Allreduce");
-        check(MPI_Allreduce(MPI_IN_PLACE, b + off * es, static_cast<int>(c), mpi_type(dtype), mpi_op(dtype, op), comm_),
-              -1, "MPI_Allreduce");
+        check(MPI_Allreduce(MPI_IN_PLACE, b + off * es, static_cast<int>(c), type, mop, comm_), -1, "MPI_Allreduce");
       }
       if (done.fn && !err) {
         try {
@@ -597,13 +601,7 @@ class MpiComm final : public Communicator {
     if (size_ == 1 || bytes == 0) return;
     if (bytes > kStageLimit) {  // as do_allreduce: handshake, then the blocking call under the watchdog
       handshake();
-      const size_t per = max_message_bytes();
-      auto* b = static_cast<uint8_t*>(buf);
-      for (size_t off = 0; off < bytes; off += per) {
-        Watch w(*this, "MPI_Allreduce");
-        check(MPI_Allreduce(MPI_IN_PLACE, b + off, static_cast<int>(std::min(per, bytes - off)), MPI_BYTE, MPI_BOR, comm_), -1,
-              "MPI_Allreduce");
-      }
+      blocking_allreduce_pieces(buf, bytes, 1, MPI_BYTE, MPI_BOR, max_message_bytes(), PieceDone{});
       return;
     }
     nonblocking_or(buf, bytes);
@@ -698,11 +696,10 @@ class MpiComm final : public Communicator {
     std::vector<uint8_t> s, r, ps, pr;
   };
 
-  // Watchdog of blocking MPI calls (started at the first one): if a call is still running at its
-  // deadline, print the error and end the process (mpirun then ends the job).
-  // Watches blocking MPI calls without a system call per call: arming stores the start time in an
-  // atomic, and the thread (started at the first blocking call) looks every quarter timeout, so a
-  // stuck call is found within 1.25x the timeout. No wake-ups, no context switch on the fast path.
+  // Watchdog of blocking MPI calls: if a call is still running past its timeout, print the error and
+  // end the process (mpirun then ends the job). No system call per call: arming stores the start
+  // time in an atomic, and the thread (started at the first blocking call) looks every quarter
+  // timeout, so a stuck call is found within 1.25x the timeout.
   struct Watchdog {
     std::thread th;
     std::mutex m;
