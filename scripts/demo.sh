@@ -26,6 +26,12 @@ cd "$(dirname "$0")/.."
 repo=$(pwd)
 t0=$(date +%s.%N)
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+case ${ZEN_DEMO:-} in
+  "") [[ ${ZEN_DEMO_RANKS:-4} =~ ^[1-8]$ ]] ||
+        { echo "demo.sh: ZEN_DEMO_RANKS must be 1..8 (the trace has 8 ranks), got '$ZEN_DEMO_RANKS'" >&2; exit 2; } ;;
+  sweep) ;;
+  *) echo "demo.sh: ZEN_DEMO='$ZEN_DEMO': use ZEN_DEMO=sweep, or leave it unset" >&2; exit 2 ;;
+esac
 
 if [ "${ZEN_DEMO_BUILD:-1}" != 0 ]; then
   bash scripts/deps.sh
@@ -45,7 +51,6 @@ if [ "${ZEN_DEMO:-}" = sweep ]; then
   exec mpirun -np "$np" "$bin/zen_perf" --scheme all -b 1M -e 16M -f 4 -d 0.01 --overlap $(( np / 2 > 1 ? np / 2 : 1 )) \
     --skew 1.1 -c 1 -n 5 -w 1
 fi
-[ -z "${ZEN_DEMO:-}" ] || { echo "demo.sh: ZEN_DEMO='$ZEN_DEMO': use ZEN_DEMO=sweep, or leave it unset" >&2; exit 2; }
 
 out=${ZEN_DEMO_OUT:-demo-out}
 mkdir -p "$out"
@@ -55,7 +60,6 @@ warmup=${ZEN_DEMO_WARMUP:-3}
 np=${ZEN_DEMO_RANKS:-4}
 hosts=4
 rate=1gbit
-[[ $np =~ ^[1-8]$ ]] || { echo "demo.sh: ZEN_DEMO_RANKS must be 1..8 (the trace has 8 ranks), got '$np'" >&2; exit 2; }
 rm -f "$out"/shm.json "$out"/shm.txt "$out"/cluster.json "$out"/cluster.txt "$out"/demo.json "$out"/results.md "$out"/demo.png
 
 # The cluster's own names: scripts/cluster.sh removes every namespace of its prefix before it builds,
