@@ -443,6 +443,7 @@ Schedule new_schedule(const TimingContext& ctx, const char* name) {
   s.num_planes = ctx.num_planes();
   s.model_params = ctx.config().model_params;
   s.topk = ctx.config().topk;
+  s.download_topk = ctx.config().download_topk;
   return s;
 }
 
