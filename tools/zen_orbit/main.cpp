@@ -370,6 +370,7 @@ struct FlArgs {
   int ranks = 0;     // loopback ranks
   std::vector<double> sweep_gflops;  // compare: timing-only sweep of the on-board throughput
   std::vector<double> topk{1.0};     // compare: top-k fractions of the compressed updates
+  std::vector<double> topk_down{1.0};  // compare: top-k fractions of the compressed downloads (zipped with topk)
   bool root = true;  // this process prints (rank 0 under --backend mpi)
 };
 
@@ -470,6 +471,18 @@ void add_fl_options(CLI::App* app, FlArgs& a) {
                   "baseline-deadline: uploads must complete within this many seconds of the round start")
       ->capture_default_str();
   app->add_option("--days", c.initial_days, "initial contact-plan horizon (doubled as needed)")->capture_default_str();
+  app->add_option("--clients-per-round", c.clients_per_round,
+                  "schemes without ISLs: the first C idle satellites in contact train per synchronous round (fedbuff: at "
+                  "most C at once); 0 = all")
+      ->capture_default_str();
+  app->add_option("--prox-mu", c.prox_mu, "fedprox: proximal term mu")->capture_default_str();
+  app->add_option("--prox-max-epochs", c.prox_max_epochs, "fedprox: most local epochs before the next contact")
+      ->capture_default_str();
+  app->add_option("--buffer", c.buffer_size, "fedbuff: client deltas per server update")->capture_default_str();
+  app->add_option("--server-lr", c.server_lr, "fedbuff: server step on the buffered mean")->capture_default_str();
+  app->add_option("--samples-per-sat", c.samples_per_satellite,
+                  "training samples per satellite (0: split the whole training set)")
+      ->capture_default_str();
   app->add_option("--ranks", a.ranks, "loopback ranks (0: one per satellite + server up to 64 satellites, else 16)");
   app->add_option("--threads", c.threads, "window prediction threads (0 = all cores)");
   app->add_option("--out", a.out, "output directory for CSV / PNG");
@@ -557,9 +570,12 @@ int cmd_compare(FlArgs& a) {
               train.c_str(), a.cfg.target_acc);
   for (const std::string& preset : split_list(a.presets)) {
     const std::size_t first = runs.size();
-    for (double k : a.topk)
+    ZEN_ENFORCE(a.topk_down.size() == 1 || a.topk_down.size() == a.topk.size(),
+                "--topk-down takes one fraction or as many as --topk (paired in order)");
+    for (std::size_t ki = 0; ki < a.topk.size(); ++ki)
       for (const std::string& scheme : schemes) {
-        runs.push_back(ex.run(scheme, preset, k));
+        const double k = a.topk[ki], kd = a.topk_down[a.topk_down.size() == 1 ? 0 : ki];
+        runs.push_back(ex.run(scheme, preset, k, kd));
         progress.step(scheme + " " + preset + " done");
         progress.finish();
         std::printf("%s\n", runs.back().summary().c_str());
@@ -577,9 +593,9 @@ int cmd_compare(FlArgs& a) {
       if (r.time_to_target_s > 0 && b.time_to_target_s > 0)
         std::snprintf(su, sizeof(su), "%.2fx", b.time_to_target_s / r.time_to_target_s);
       std::string label = r.scheme;
-      if (a.topk.size() > 1 || r.topk_fraction < 1) {
-        char kb[48];
-        std::snprintf(kb, sizeof kb, " (top %g%%)", 100.0 * r.topk_fraction);
+      if (a.topk.size() > 1 || r.topk_fraction < 1 || r.topk_down_fraction < 1) {
+        char kb[64];
+        std::snprintf(kb, sizeof kb, " (top %g%%, down %g%%)", 100.0 * r.topk_fraction, 100.0 * r.topk_down_fraction);
         label += kb;
       }
       std::printf("| %s | %.2f | %.2fx | %s | %s | %.2f | %.2fx | %.2f | %.3f | %.3f | %.4f |\n", label.c_str(),
@@ -682,8 +698,12 @@ int main(int argc, char** argv) {
   fl->add_option("--topk", fa.cfg.topk,
                  "compressed updates: the fraction of the parameters every partial aggregate carries (1 = dense)")
       ->capture_default_str();
+  fl->add_option("--topk-down", fa.cfg.topk_down,
+                 "compressed downloads: the fraction of the parameters every model transfer (download, ring scatter) "
+                 "carries (1 = dense)")
+      ->capture_default_str();
   fl->add_option("--scheme,--schemes", fa.schemes,
-                 "scheme(s), comma-separated: baseline, baseline-deadline, fedasync, ring, ring-async")
+                 "scheme(s), comma-separated: baseline, baseline-deadline, fedasync, fedprox, fedbuff, ring, ring-async")
       ->capture_default_str();
   fl->add_option("--preset", fa.cfg.preset, "link preset: ka, s, or scenario (the scenario's own link budgets)")
       ->check(CLI::IsMember({"ka", "s", "scenario"}))
@@ -703,6 +723,11 @@ int main(int argc, char** argv) {
   compare->add_option("--topk", cmpa.topk,
                       "compressed updates: fractions of the parameters every partial aggregate carries (top-k of "
                       "the model delta, error feedback), e.g. 1,0.1,0.01; 1 = dense")
+      ->delimiter(',')
+      ->capture_default_str();
+  compare->add_option("--topk-down", cmpa.topk_down,
+                      "compressed downloads: fractions of the parameters every model transfer carries, one or paired "
+                      "with --topk in order, e.g. 1,0.1,0.01; 1 = dense")
       ->delimiter(',')
       ->capture_default_str();
   compare->add_option("--sweep-gflops", cmpa.sweep_gflops,
