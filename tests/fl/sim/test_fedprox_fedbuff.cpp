@@ -212,7 +212,7 @@ TEST(CompressedDownloads, KEqualsNReproducesDenseAndSmallKSavesTraffic) {
     cfg.download_topk = k_down;
     cfg.topk = k_up;
     const TimingContext ctx(reference(), reference_plan(), cfg);
-    Schedule s = simulate(scheme, ctx, 2);
+    Schedule s = simulate(scheme, ctx, 3);  // three rounds: a pair's third message shows a broken mirror
     LearnResult r = run_loopback(s, tiny_federation(), tiny_test(), 4);
     return std::make_pair(std::move(s), std::move(r));
   };
