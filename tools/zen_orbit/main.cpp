@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/progress.hpp"
+#include "sweep.hpp"
 #include "zen/error.hpp"
 #ifdef ZEN_HAVE_MPI
 #include "zen/comm/mpi.hpp"
@@ -735,6 +736,9 @@ int main(int argc, char** argv) {
                       "model at these on-board throughputs [GFLOP/s] (timing only)")
       ->delimiter(',');
 
+  zen_orbit_cli::SweepArgs swa;
+  auto* sweep = zen_orbit_cli::add_sweep_command(app, swa);
+
   // A paper's named scenario (e.g. razmi2022) brings its FL settings as defaults; options given on
   // the command line still override them (CLI11 writes only the options it parses).
   for (int i = 1; i < argc; ++i) {
@@ -757,6 +761,7 @@ int main(int argc, char** argv) {
     if (plot->parsed()) return cmd_plot(pa, dir, max_tracks, track_step);
     if (fl->parsed()) return cmd_fl(fa);
     if (compare->parsed()) return cmd_compare(cmpa);
+    if (sweep->parsed()) return zen_orbit_cli::run_sweep_command(swa);
     if (config->parsed()) {
       std::cout << load(ca).to_json_text() << "\n";
       return 0;

@@ -84,20 +84,23 @@ TimingContext::TimingContext(const orbit::Scenario& sc, const orbit::ContactPlan
   model_bytes_ = model_message_bytes(cfg_.model_params, cfg_.download_topk);
   rings_.resize(static_cast<std::size_t>(sc_.planes));
   ring_uniform_.assign(static_cast<std::size_t>(sc_.planes), 0);
+  ring_error_.assign(static_cast<std::size_t>(sc_.planes), std::string());
   for (int p = 0; p < sc_.planes; ++p) {
     rings_[static_cast<std::size_t>(p)] = sc_.plane_members(p);
     const orbit::RingInfo ri = orbit::ring_info(sc_, p);
     // A uniform ring keeps its chords for ever: check once. Any other ring is checked per transfer
     // (link_alive), where a blocked hop is handled like a cut link.
     ring_uniform_[static_cast<std::size_t>(p)] = ri.uniform ? 1 : 0;
-    ZEN_ENFORCE(!ri.uniform || ri.sats < 2 || ri.feasible,
-                "timing: the ISL ring of plane " + std::to_string(p) + " is blocked by the Earth (chord clearance " +
-                    std::to_string(ri.chord_clearance_m / 1e3) + " km)");
-    ZEN_ENFORCE(!ri.uniform || ri.sats < 2 || orbit::rate_bps(cfg_.isl_link, ri.neighbour_distance_m) > 0,
-                "timing: the ISL link budget '" + cfg_.isl_link.name + "' carries nothing over plane " +
-                    std::to_string(p) + "'s " + std::to_string(ri.neighbour_distance_m / 1e3) + " km chord (SNR " +
-                    std::to_string(orbit::to_db(orbit::snr(cfg_.isl_link, ri.neighbour_distance_m))) +
-                    " dB below its minimum)");
+    // Only the ring schemes use the ISLs: they refuse such a ring (check_ring), the others run.
+    if (ri.uniform && ri.sats >= 2 && !ri.feasible)
+      ring_error_[static_cast<std::size_t>(p)] =
+          "timing: the ISL ring of plane " + std::to_string(p) + " is blocked by the Earth (chord clearance " +
+          std::to_string(ri.chord_clearance_m / 1e3) + " km)";
+    else if (ri.uniform && ri.sats >= 2 && orbit::rate_bps(cfg_.isl_link, ri.neighbour_distance_m) <= 0)
+      ring_error_[static_cast<std::size_t>(p)] =
+          "timing: the ISL link budget '" + cfg_.isl_link.name + "' carries nothing over plane " + std::to_string(p) +
+          "'s " + std::to_string(ri.neighbour_distance_m / 1e3) + " km chord (SNR " +
+          std::to_string(orbit::to_db(orbit::snr(cfg_.isl_link, ri.neighbour_distance_m))) + " dB below its minimum)";
   }
   node_fail_.assign(static_cast<std::size_t>(K), kInf);
   for (const Fault& f : cfg_.faults) {
@@ -156,6 +159,11 @@ void TimingConfig::set_links(const std::string& preset, const orbit::Scenario& s
     return;
   }
   isl_link = server_link = orbit::LinkPreset::named(preset);
+}
+
+void TimingContext::check_ring(int plane) const {
+  const std::string& e = ring_error_.at(static_cast<std::size_t>(plane));
+  ZEN_ENFORCE(e.empty(), e);
 }
 
 double TimingContext::epoch_time(int sat) const { return train_time(sat) / cfg_.epochs; }

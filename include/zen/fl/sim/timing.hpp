@@ -113,6 +113,9 @@ class TimingContext {
   int num_planes() const noexcept { return sc_.planes; }
   /// Members of a plane in ring (slot) order.
   const std::vector<int>& ring(int plane) const { return rings_.at(static_cast<std::size_t>(plane)); }
+  /// Throws zen::Error when the plane's uniform ring cannot carry ISL traffic (its chord is blocked by
+  /// the Earth, or the ISL link budget gives no rate over it); the ring schemes call it.
+  void check_ring(int plane) const;
 
   const orbit::Geometry& geometry() const noexcept { return geo_; }
   /// Bytes on the link of a model / of a partial aggregate of `members` clients (wire.hpp): what
@@ -155,6 +158,7 @@ class TimingContext {
   uint64_t model_bytes_ = 0;
   std::vector<std::vector<int>> rings_;
   std::vector<char> ring_uniform_;  ///< per plane: ISL distance and line of sight constant in time
+  std::vector<std::string> ring_error_;  ///< per plane: why its uniform ring cannot be used ("" = usable)
   std::vector<double> node_fail_;  ///< failure time per satellite (+inf: never)
 };
 
