@@ -95,8 +95,11 @@ Schedule simulate_fedbuff(const TimingContext& ctx, int rounds) {
     for (const Event& e : c.events)
       if (e.kind == EventKind::Download) cy.download_s = e.start_s;
     cy.events = std::move(c.events);
-    busy_until[static_cast<std::size_t>(k)] = cy.done_s;
-    slots.push(cy.done_s);
+    // The slot (and the satellite) is free once the server has taken the upload in (its processing
+    // time after the arrival), so a satellite that is handed the model again gets any update its
+    // own delta completed.
+    busy_until[static_cast<std::size_t>(k)] = cy.done_s + ctx.config().ps_agg_s;
+    slots.push(cy.done_s + ctx.config().ps_agg_s);
     cycles.push_back(std::move(cy));
     ++completed;
   }
