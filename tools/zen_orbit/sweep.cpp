@@ -309,10 +309,16 @@ std::string others_key(const zs::SweepPoint& p) {  // the axes besides planes, S
   return os.str();
 }
 
-void print_summary(const std::vector<const zs::SweepRow*>& rows, const std::vector<std::string>& schemes,
-                   double target) {
-  std::map<std::pair<std::string, std::string>, std::vector<const zs::SweepRow*>> by;  // (scheme, stations)
-  for (const auto* r : rows) by[{r->point.scheme, r->point.stations}].push_back(r);
+void print_summary(const std::vector<const zs::SweepRow*>& rows, const zs::SweepGrid& grid, double target) {
+  const std::vector<std::string>& schemes = grid.scheme;
+  // (scheme, stations) in grid order
+  std::map<std::pair<std::size_t, std::size_t>, std::vector<const zs::SweepRow*>> by_pos;
+  auto pos = [](const std::vector<std::string>& v, const std::string& x) {
+    return static_cast<std::size_t>(std::find(v.begin(), v.end(), x) - v.begin());
+  };
+  for (const auto* r : rows) by_pos[{pos(grid.scheme, r->point.scheme), pos(grid.stations, r->point.stations)}].push_back(r);
+  std::vector<std::pair<std::pair<std::string, std::string>, std::vector<const zs::SweepRow*>>> by;
+  for (auto& [k, v] : by_pos) by.push_back({{v.front()->point.scheme, v.front()->point.stations}, std::move(v)});
   std::printf("\n| scheme | stations | points | errors | reached %.2f | median time to target [h] | fastest [h] | "
               "slowest [h] | median final acc | median idle fraction | mean staleness |\n",
               target);
@@ -630,7 +636,7 @@ int run_sweep_command(const SweepArgs& a) {
       in_grid.push_back(&r);
       if (r.status != "ok") ++errors;
     }
-  print_summary(in_grid, plan.grid.scheme, plan.settings.fl.target_acc);
+  print_summary(in_grid, plan.grid, plan.settings.fl.target_acc);
   if (!a.no_plots && !in_grid.empty()) {
     std::map<std::string, zs::SweepPoint> grid_points;
     for (const auto& p : points) grid_points[p.key()] = p;
