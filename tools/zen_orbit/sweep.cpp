@@ -456,16 +456,19 @@ void write_plots(const std::string& out, const std::vector<const zs::SweepRow*>&
         << (panels[pi].first == "meo" ? std::string("MEO server") : panels[pi].first + " station(s)") << "'\n"
         << "plot '" << dat.string() << "' index " << pi
         << " using 1:2:($1-0.5):($1+0.5):($2-0.5):($2+0.5):3 with boxxy fc palette fs solid\n";
-    s << "unset multiplot\n"
+    s << "unset multiplot\nreset\n"
       << "set terminal pngcairo size 1000,650\nset output '" << (fs::path(out) / ("speedup" + suffix + ".png")).string()
-      << "'\nset title 'speed-up of the time to " << target << " over the smallest constellation (" << other
-      << ")'\nset xlabel 'satellites'\nset ylabel 'speed-up'\nset logscale xy\nset xtics auto\nset ytics auto\n"
+      << "'\nset title \"time to " << target << ": speed-up over the smallest constellation\\n(" << other
+      << ")\"\nset xlabel 'satellites'\nset ylabel 'speed-up'\nset logscale xy\nset xtics auto\nset ytics auto\n"
       << "set key outside right\nset grid\nplot ";
     for (std::size_t pi = 0; pi < panels.size(); ++pi)
       s << (pi ? ", " : "") << "'" << sdat.string() << "' index " << pi << " using 1:2 with points pt " << (5 + pi % 8)
         << " title '" << panels[pi].second << ", " << panels[pi].first << (panels[pi].first == "meo" ? "'" : " gs'");
     s << "\n";
     s.close();
+    f.close();  // the data files must be complete before gnuplot reads them
+    sf.close();
+    ZEN_CHECK_CODE(s.good() && f.good() && sf.good(), zen::Result::SystemError, "cannot write the plot files in '" + out + "'");
     const std::string cmd = "gnuplot '" + gp.string() + "'";
     const int rc = std::system(cmd.c_str());
     ZEN_CHECK_CODE(rc == 0, zen::Result::SystemError, "'" + cmd + "' failed with status " + std::to_string(rc));
