@@ -257,7 +257,7 @@ void check_aggregate(int isz, uint32_t D) {
     auto vals = random_values<T>(cnt * D, g());
     std::vector<uint8_t> seg(cnt * (isz + D * sizeof(T)));
     for (size_t k = 0; k < cnt; ++k) std::memcpy(seg.data() + k * isz, &keys[k], isz);
-    std::memcpy(seg.data() + cnt * isz, vals.data(), cnt * D * sizeof(T));
+    if (cnt) std::memcpy(seg.data() + cnt * isz, vals.data(), cnt * D * sizeof(T));
     rbuf.insert(rbuf.end(), seg.begin(), seg.end());
     for (size_t k = 0; k < cnt; ++k) {
       auto it = acc.find(keys[k]);
