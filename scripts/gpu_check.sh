@@ -15,7 +15,7 @@
 #       its own process under a timeout, then the benchmark (214 M @ 5.2 % hash + compact, and a
 #       balanced allreduce over 8 device-loopback ranks on the Brown trace shape; --full adds the
 #       214 M-row path). OUT/gpu_check.json is rewritten after every suite, so a kill leaves the
-#       figures so far. About 5 minutes by default.
+#       figures so far. At most ZEN_CHECK_BUDGET seconds (default 290: under 5 minutes).
 # Device-session command (the run tool copies the tree; carry the package):
 #   run(command="bash scripts/gpu_check.sh --run gpu-pkg $OUT", carry=["gpu-pkg"], timeout_s=420)
 # Exit status 0 when everything asked for passed (--run: every suite passed, no test skipped, the
@@ -171,8 +171,23 @@ run_package() {
 EOF
     mv "$summary.tmp" "$summary"
   }
+  # The whole check stays within ZEN_CHECK_BUDGET seconds (default 290): every suite's timeout is cut
+  # to what is left after the benchmark's share; suites that no longer fit are recorded as not run.
+  local budget=${ZEN_CHECK_BUDGET:-290}
+  local bench_limit=${ZEN_BENCH_TIMEOUT:-$($full && echo 240 || echo 120)}
+  left() { echo $(( budget - ($(date +%s) - T0) )); }
   run_suite() {  # BINARY SUITE TIMEOUT
     local bin=$1 suite=$2 limit=$3 s0 rc log n_ok n_fail n_skip
+    local room=$(( $(left) - bench_limit ))
+    if [ "$room" -lt 10 ]; then
+      failed=$((failed + 1))
+      suites_json="$suites_json${suites_json:+,}
+    {\"binary\": \"$bin\", \"suite\": \"$suite\", \"not_run\": true}"
+      echo "$bin $suite: not run (the time budget of $budget s is spent)"
+      write_summary
+      return
+    fi
+    [ "$room" -lt "$limit" ] && limit=$room
     s0=$(date +%s)
     log="$out/$(echo "$bin.$suite" | tr '/' '_').log"
     timeout "$limit" "$pkg/$bin" --gtest_filter="$suite.*" --gtest_brief=0 >"$log" 2>&1
@@ -199,7 +214,9 @@ EOF
   stage "benchmark"
   local args=()
   $full && args+=(--full)
-  if timeout "${ZEN_BENCH_TIMEOUT:-$($full && echo 240 || echo 120)}" "$pkg/zen_gpu_bench" --json "$out/gpu_bench.json" "${args[@]}"; then
+  [ "$(left)" -lt "$bench_limit" ] && bench_limit=$(left)
+  [ "$bench_limit" -lt 1 ] && bench_limit=1
+  if timeout "$bench_limit" "$pkg/zen_gpu_bench" --json "$out/gpu_bench.json" "${args[@]}"; then
     bench_ok=true
   fi
   write_summary
