@@ -23,22 +23,6 @@ std::unique_ptr<DeviceHierarchical::Core> make_hierarchical_core(Host, Communica
   return std::make_unique<HierarchicalImpl<Host>>(intra, inter, spec, opt, lim, report);
 }
 
-namespace {
-void reset(SyncReport& r) {
-  r.phases.clear();  // keeps its capacity
-  r.sent = r.recv = 0;
-  r.seconds = 0;
-  r.push_imbalance = r.pull_imbalance = 1.0;
-  r.result_nnz = 0;
-  r.encoding.clear();
-  r.push_encoding.clear();
-  r.bound_bytes = 0;
-  r.serial_overflows = 0;
-  r.global_rows = 0;
-  r.scheme.clear();
-  r.decision.clear();
-}
-}  // namespace
 }  // namespace detail
 
 // ---- DeviceBalanced ----
@@ -71,14 +55,14 @@ void DeviceBalanced::run_dense(const SparseView& in, void* d_out) {
   const uint64_t rows = spec_.dense_len / spec_.row_width;
   ZEN_ENFORCE(in.index_type == IndexType::I64 || rows <= (uint64_t{1} << 31),
               w + "int32 indices need N/D <= 2^31, got " + std::to_string(rows));
-  detail::reset(report_);
+  report_.clear();
   const double t0 = detail::now_s();
   core_->run(in.indices, in.index_type, in.nnz, in.values, nullptr, d_out);
   report_.seconds = detail::now_s() - t0;
 }
 
 void DeviceBalanced::run_dense_from_dense(const void* d_grad, void* d_out) {
-  detail::reset(report_);
+  report_.clear();
   const double t0 = detail::now_s();
   core_->run_dense_from_dense(d_grad, d_out);
   report_.seconds = detail::now_s() - t0;

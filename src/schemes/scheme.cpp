@@ -137,20 +137,22 @@ detail::ThreadPool& SparseAllreduce::pool() {
   return *pool_;
 }
 
-void SparseAllreduce::reset_report() {
-  report_.phases.clear();  // keeps its capacity: no allocation in steady state
-  report_.sent = report_.recv = 0;
-  report_.seconds = 0;
-  report_.push_imbalance = report_.pull_imbalance = 1.0;
-  report_.result_nnz = 0;
-  report_.encoding.clear();
-  report_.push_encoding.clear();
-  report_.bound_bytes = 0;
-  report_.serial_overflows = 0;
-  report_.global_rows = 0;
-  report_.scheme.clear();
-  report_.decision.clear();
+void SyncReport::clear() {
+  phases.clear();  // keeps its capacity: no allocation in steady state
+  sent = recv = 0;
+  seconds = 0;
+  push_imbalance = pull_imbalance = 1.0;
+  result_nnz = 0;
+  encoding.clear();
+  push_encoding.clear();
+  bound_bytes = 0;
+  serial_overflows = 0;
+  global_rows = 0;
+  scheme.clear();
+  decision.clear();
 }
+
+void SparseAllreduce::reset_report() { report_.clear(); }
 
 void SparseAllreduce::execute_checked(const SparseView& in, SparseTensor* sparse_out, void* dense_out) {
   Communicator::OwnerScope own(comm_, holder_);

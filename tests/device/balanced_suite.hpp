@@ -60,6 +60,13 @@ inline SparseTensor make_input(const Case& c, DType t, int r, uint64_t seed) {
   return s;
 }
 
+// The dense image of a rank's input (duplicates summed); its rows without a value != 0 are no input.
+inline std::vector<uint8_t> dense_image(const SparseTensor& in) {
+  std::vector<uint8_t> dense(in.dense_len * dtype_size(in.dtype), 0);
+  scatter_add(in.view(), dense.data());
+  return dense;
+}
+
 struct RunCfg {
   PullEncoding pull = PullEncoding::Auto;
   bool dense_input = false;
@@ -83,8 +90,7 @@ inline std::vector<std::vector<uint8_t>> cpu_expect(int n, const Case& c, DType 
     std::vector<uint8_t> d(c.rows * c.D * dtype_size(t) + 1);
     if (rc.dense_input) {
       // dense input = the coalesced tensor's dense image; rows that are all zero are not inputs
-      std::vector<uint8_t> dense(c.rows * c.D * dtype_size(t), 0);
-      scatter_add(in.view(), dense.data());
+      const std::vector<uint8_t> dense = dense_image(in);
       SparseTensor nz = dense_to_sparse(dense.data(), c.rows * c.D, t, c.D);
       s->run_dense(nz.view(), d.data());
     } else {
@@ -109,8 +115,7 @@ inline std::vector<std::vector<uint8_t>> device_run(int n, const Case& c, DType 
     const size_t vbytes = c.rows * c.D * dtype_size(t);
     cuda::DeviceBalancedLimits lim;
     if (rc.tight_limits) {
-      std::vector<uint8_t> dense(vbytes, 0);
-      scatter_add(in.view(), dense.data());
+      const std::vector<uint8_t> dense = dense_image(in);
       lim.max_nnz = rc.dense_input ? dense_to_sparse(dense.data(), c.rows * c.D, t, c.D).nnz() : in.nnz();
     } else {
       lim.max_nnz = std::max<size_t>(in.nnz(), 1) + (rc.dense_input ? c.rows : 0);
@@ -120,9 +125,7 @@ inline std::vector<std::vector<uint8_t>> device_run(int n, const Case& c, DType 
     DBuf d_out(vbytes + 1);
     d_out.fill(0x5A);
     if (rc.dense_input) {
-      std::vector<uint8_t> dense(vbytes, 0);
-      scatter_add(in.view(), dense.data());
-      DBuf d_grad = DBuf::from(dense);
+      DBuf d_grad = DBuf::from(dense_image(in));
       db.run_dense_from_dense(d_grad.get(), d_out.get());
       db.synchronize();
     } else {

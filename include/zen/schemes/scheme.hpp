@@ -121,6 +121,8 @@ struct SyncReport {
   uint64_t global_rows = 0;
   std::string scheme;    ///< the scheme that ran (auto: the one it chose)
   std::string decision;  ///< auto: what it chose and why (empty for the fixed schemes)
+  /// Back to a fresh report, keeping the storage of its vector and strings (no allocation per call).
+  void clear();
 };
 
 /// Handle of a non-blocking call (SparseAllreduce::start / start_dense); move-only. Completing it
