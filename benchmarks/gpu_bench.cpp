@@ -350,8 +350,16 @@ int main(int argc, char** argv) {
   out["rows"] = rows;
   out["density"] = density;
   out["iters"] = iters;
+  // Written whole, then renamed over the summary: a kill leaves the previous section's valid JSON.
   auto save = [&] {
-    if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
+    if (json_path.empty()) return;
+    const std::string tmp = json_path + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << out.dump(2) << "\n";
+      if (!f.flush()) return;
+    }
+    std::rename(tmp.c_str(), json_path.c_str());
   };
   uint64_t wrong = 0;
   try {

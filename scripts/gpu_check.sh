@@ -8,14 +8,16 @@
 #       needs besides a driver and NCCL.
 #   scripts/gpu_check.sh --dry-run PKG   --build, then list every carried binary's dynamic
 #       dependencies and check that they resolve from the package plus what a GPU machine has (the C
-#       library, and NCCL: here the CUDA toolkit's, there pip's). Runs in CI (scripts/test.sh).
+#       library, and NCCL: here the CUDA toolkit's, there pip's); without a GPU, rehearse --run on the
+#       package (every test must fail, since --run turns skips into failures, and the summary must
+#       be valid JSON saying so). Runs in CI (scripts/test.sh).
 #   scripts/gpu_check.sh --run PKG [--full] [OUT]   on the GPU machine (OUT defaults to PKG/results):
 #       NCCL from the PyTorch venv (python3 says where nvidia/nccl/lib is; ZEN_NCCL_LIB overrides),
 #       NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1, ZEN_GPU_REQUIRED=1 (a skip fails), each test suite as
 #       its own process under a timeout, then the benchmark (214 M @ 5.2 % hash + compact, and a
 #       balanced allreduce over 8 device-loopback ranks on the Brown trace shape; --full adds the
 #       214 M-row path). OUT/gpu_check.json is rewritten after every suite, so a kill leaves the
-#       figures so far. At most ZEN_CHECK_BUDGET seconds (default 290: under 5 minutes).
+#       figures so far. At most ZEN_CHECK_BUDGET seconds (default 290: under 5 minutes; --full 410).
 # Device-session command (the run tool copies the tree; carry the package):
 #   run(command="bash scripts/gpu_check.sh --run gpu-pkg $OUT", carry=["gpu-pkg"], timeout_s=420)
 # Exit status 0 when everything asked for passed (--run: every suite passed, no test skipped, the
@@ -122,10 +124,50 @@ dry_run() {
     done
     if grep -q "not found" <<<"$resolved"; then echo "  FAIL: $(grep "not found" <<<"$resolved" | tr '\n' ' ')"; fail=1; fi
   done
-  rm -rf "$pip"
   [ "$n" -ge 5 ] || { echo "FAIL: only $n binaries in $pkg"; fail=1; }
   [ $fail = 0 ] && echo "dry run: every dependency of the $n carried binaries resolves from the package, the C library or NCCL"
+  [ $fail = 0 ] && { rehearse_run "$abs" "$pip" || fail=1; }
+  rm -rf "$pip"
   return $fail
+}
+
+# --run rehearsed where there is no GPU (CI): the package's binaries start, every suite runs as its
+# own process, and since --run sets ZEN_GPU_REQUIRED every test fails instead of skipping; the
+# summary must be valid JSON that says so (ok false, nothing skipped, one entry per listed suite).
+rehearse_run() {  # PKG NCCL_DIR
+  if nvidia-smi -L >/dev/null 2>&1; then
+    stage "a GPU is present: no rehearsal (run --run)"
+    return 0
+  fi
+  stage "rehearsal of --run without a GPU (every test must fail, none skip)"
+  local tmp rc py
+  tmp=$(mktemp -d)
+  ZEN_NCCL_LIB=$2 ZEN_CHECK_BUDGET=120 ZEN_BENCH_TIMEOUT=20 bash "$ROOT/scripts/gpu_check.sh" --run "$1" "$tmp"     >"$tmp/rehearsal.log" 2>&1
+  rc=$?
+  py=$(command -v /usr/bin/python3 || command -v python3)
+  local suites
+  suites=$(for b in test_cuda test_capi_gpu; do "$1/$b" --gtest_list_tests 2>/dev/null | grep -cE '^[A-Za-z0-9_/]+\.'; done |
+           awk '{s += $1} END {print s}')
+  "$py" - "$tmp/gpu_check.json" "$rc" "$suites" <<'PY'
+import json, sys
+path, rc, suites = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+d = json.load(open(path))
+problems = []
+if rc == 0: problems.append("--run exited 0 without a GPU")
+if d["ok"]: problems.append("summary says ok")
+if d["tests_total"] == 0 or d["tests_failed"] != d["tests_total"]: problems.append("not every test failed")
+if d["tests_skipped"]: problems.append("%d tests skipped although ZEN_GPU_REQUIRED is set" % d["tests_skipped"])
+if len(d["suites"]) != suites: problems.append("%d suites run, %d listed" % (len(d["suites"]), suites))
+if any(s.get("not_run") or s.get("timed_out") or s["rc"] == 0 for s in d["suites"]): problems.append("a suite did not fail by itself")
+if d["bench_ok"]: problems.append("the benchmark passed without a GPU")
+print("rehearsal: %d suites, %d tests, all failed as required, summary valid" % (len(d["suites"]), d["tests_total"])
+      if not problems else "FAIL: rehearsal: " + "; ".join(problems))
+sys.exit(1 if problems else 0)
+PY
+  local ok=$?
+  [ $ok = 0 ] || tail -30 "$tmp/rehearsal.log"
+  rm -rf "$tmp"
+  return $ok
 }
 
 # ------------------------------------------------------------------------------------------ run
@@ -171,9 +213,10 @@ run_package() {
 EOF
     mv "$summary.tmp" "$summary"
   }
-  # The whole check stays within ZEN_CHECK_BUDGET seconds (default 290): every suite's timeout is cut
-  # to what is left after the benchmark's share; suites that no longer fit are recorded as not run.
-  local budget=${ZEN_CHECK_BUDGET:-290}
+  # The whole check stays within ZEN_CHECK_BUDGET seconds (default 290; --full 410, its benchmark
+  # takes 120 s more): every suite's timeout is cut to what is left after the benchmark's share;
+  # suites that no longer fit are recorded as not run.
+  local budget=${ZEN_CHECK_BUDGET:-$($full && echo 410 || echo 290)}
   local bench_limit=${ZEN_BENCH_TIMEOUT:-$($full && echo 240 || echo 120)}
   left() { echo $(( budget - ($(date +%s) - T0) )); }
   run_suite() {  # BINARY SUITE TIMEOUT

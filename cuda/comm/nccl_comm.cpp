@@ -29,8 +29,15 @@ class NcclTransport : public detail::DeviceComm {
       if (own_) ncclCommDestroy(c_);
       ZEN_THROW(Result::CudaError, "NCCL communicator: ncclCommUserRank / ncclCommCount: " + nccl_error(r, c));
     }
-    ZEN_CUDA_CHECK(cudaMalloc(&scratch_, sizeof(float)));
-    ZEN_CUDA_CHECK(cudaMemset(scratch_, 0, sizeof(float)));
+    cudaError_t e = cudaMalloc(&scratch_, sizeof(float));
+    if (e == cudaSuccess) e = cudaMemset(scratch_, 0, sizeof(float));
+    if (e != cudaSuccess) {  // the destructor does not run for a constructor that throws
+      cudaGetLastError();
+      if (scratch_) cudaFree(scratch_);
+      if (own_) ncclCommDestroy(c_);
+      ZEN_THROW(Result::CudaError, "rank " + std::to_string(rank_) + " NCCL communicator: barrier scratch: " +
+                                       cudaGetErrorString(e));
+    }
   }
   ~NcclTransport() override {
     if (scratch_) cudaFree(scratch_);

@@ -2,8 +2,8 @@
 // Internal: the backend side of zen::cuda::DeviceBalanced and DeviceHierarchical. The public classes
 // check arguments and hold a Core; BalancedImpl<B> / HierarchicalImpl<B> (balanced_impl.hpp,
 // hierarchical_impl.hpp) implement it once for both backends. The Host core is built in every
-// configuration (schemes_host.cpp), the Gpu core in CUDA builds (schemes_gpu.cpp; CPU builds link
-// stubs that report Unsupported, absent.cpp).
+// configuration (device_plans.cpp), the Gpu core in CUDA builds (device_plans_gpu.cpp; CPU builds
+// link stubs that report Unsupported, absent.cpp).
 #include <memory>
 
 #include "zen/cuda/balanced.hpp"

@@ -53,7 +53,7 @@ TEST(DeviceHierarchical, MatchesHostHierarchicalBitForBit) {
     for (int L = 1; L <= n; ++L) {
       if (n % L) continue;
       for (size_t si = 0; si < shapes.size(); ++si)
-        for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+        for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64}) {
           const Shape& s = shapes[si];
           const TensorSpec spec{s.rows * s.D, s.D, t};
           SCOPED_TRACE("n=" + std::to_string(n) + " L=" + std::to_string(L) + " rows=" + std::to_string(s.rows) + " " +

@@ -22,7 +22,8 @@ using namespace zen;
 TEST(DeviceKernelBodies, OwnerKeysNeverReadUnselectedSlots) {
   const uint64_t nnz = 6;
   std::vector<uint32_t> owner_of{0, 1, 2, 0, 1, 2};
-  std::vector<uint32_t> sel{5, 3, 0xFFFFFFFFu, 0xDEADBEEFu, 0xFFFFFFFFu, 0xFFFFFFFFu};  // slots 2.. unwritten garbage
+  // Slots 2.. were not written by this compaction: stale ids, some of them valid-looking (4, 1).
+  std::vector<uint32_t> sel{5, 3, 4, 0xDEADBEEFu, 1, 0xFFFFFFFFu};
   std::vector<uint32_t> keys(nnz, 77);
   const uint64_t num_sel = 2;  // two of six entries survived
   const cuda::detail::OwnerKeys body{sel.data(), owner_of.data(), &num_sel, nnz, 3, keys.data()};

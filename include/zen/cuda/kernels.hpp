@@ -78,7 +78,8 @@ struct HashCaps {
   size_t cap2 = 0;  ///< serial slots per owner: max(8, ceil(serial_fraction * r1' / n))
 };
 HashCaps hash_caps(size_t nnz, uint32_t n_owners, const HashParams& hp);
-/// Most owners hash_partition takes (3 counters of 4 bytes per owner in a block's 48 KiB of shared memory).
+/// Most owners hash_partition takes (2 counters of 4 bytes per owner, 32 KiB at 4096, in a block's 48 KiB of
+/// shared memory).
 constexpr uint32_t kMaxHashOwners = 4096;
 
 /// Size queries of hash_partition for at most `max_nnz` entries over `n_owners` owners.
@@ -198,7 +199,7 @@ struct Kernels {
                                    double hot_fraction, uint64_t seed, void* stream);
 };
 
-// Kernels<Host> is built in every configuration (zen_device), Kernels<Gpu> in CUDA builds (zen_cuda).
+// Both live in zen_cuda: Kernels<Host> in every configuration, Kernels<Gpu> in CUDA builds.
 extern template struct Kernels<Host>;
 extern template struct Kernels<Gpu>;
 
