@@ -3,6 +3,8 @@
 // build (CI, the sanitizer suite). The same suite runs on a GPU as tests/cuda/test_kernels.cpp.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
 #include <vector>
 
 #include "zen/cuda/kernels.hpp"
@@ -54,4 +56,47 @@ TEST(DeviceKernelBodies, HostWarpBallot) {
   for (unsigned l = 0; l < 32; ++l)
     if (l % 3 == 0 || l == 31) want |= 1u << l;
   EXPECT_EQ(w.ballot(p), want);
+}
+
+// The host emulation of CUDA's atomics is atomic: threads contending on one word lose no update.
+// Four threads, released together, increment one word with a compare-and-swap loop (what the hash
+// insert's slot claim relies on: exactly one claimant sees the expected value) until they have seen
+// enough contention (failed swaps) to know they overlapped, and count the swaps each believes it
+// made: the word must equal their sum. Then atomic_add (32 and 64 bit) from the same threads.
+TEST(DeviceKernelBodies, HostAtomicsLoseNoUpdate) {
+  constexpr int kThreads = 4;
+  constexpr uint64_t kContention = 20000, kMaxIters = 200000000, kAdds = 200000;
+  // Called through volatile pointers, as from separately compiled kernels: one call per operation.
+  uint32_t (*volatile cas)(uint32_t*, uint32_t, uint32_t) = &cuda::detail::atomic_cas;
+  uint32_t (*volatile add32_fn)(uint32_t*, uint32_t) = &cuda::detail::atomic_add;
+  uint64_t (*volatile add64_fn)(uint64_t*, uint64_t) = &cuda::detail::atomic_add;
+  uint32_t word = 0, add32 = 0;
+  uint64_t add64 = 0;
+  std::atomic<int> ready{0};
+  std::atomic<uint64_t> failed_swaps{0}, claimed{0};
+  std::vector<std::thread> th;
+  for (int t = 0; t < kThreads; ++t)
+    th.emplace_back([&] {
+      ready.fetch_add(1);
+      while (ready.load() < kThreads) std::this_thread::yield();
+      uint64_t mine = 0, fails = 0;
+      for (uint64_t i = 0; i < kMaxIters; ++i) {
+        const uint32_t seen = std::atomic_ref<uint32_t>(word).load(std::memory_order_relaxed);
+        if (cas(&word, seen, seen + 1) == seen) ++mine;
+        else ++fails;
+        if ((i & 1023) == 0 && failed_swaps.load(std::memory_order_relaxed) + fails >= kContention) break;
+      }
+      failed_swaps.fetch_add(fails);
+      claimed.fetch_add(mine);
+      for (uint64_t i = 0; i < kAdds; ++i) {
+        add32_fn(&add32, 1u);
+        add64_fn(&add64, uint64_t{3});
+      }
+    });
+  for (auto& t : th) t.join();
+  EXPECT_GT(failed_swaps.load(), 0u) << "the threads never contended: nothing was checked";
+  EXPECT_EQ(word, claimed.load()) << "compare-and-swap: " << claimed.load() << " successful swaps, the word says "
+                                  << word << " (" << failed_swaps.load() << " failed swaps)";
+  EXPECT_EQ(add32, kThreads * kAdds) << "atomic_add (32 bit) lost updates";
+  EXPECT_EQ(add64, uint64_t{3} * kThreads * kAdds) << "atomic_add (64 bit) lost updates";
 }
