@@ -18,8 +18,21 @@
 #       balanced allreduce over 8 device-loopback ranks on the Brown trace shape; --full adds the
 #       214 M-row path). OUT/gpu_check.json is rewritten after every suite, so a kill leaves the
 #       figures so far. At most ZEN_CHECK_BUDGET seconds (default 290: under 5 minutes; --full 410).
-# Device-session command (the run tool copies the tree; carry the package):
+# What goes to the GPU machine: this script (tracked, it travels with the tree) and the package,
+# exactly these 7 files (about 8 MiB; --build refuses more than 8 files or 64 MiB):
+#   test_cuda  test_capi_gpu  zen_gpu_bench      the GPU tests and the benchmark (stripped)
+#   libzen_cuda.so  libzen.so.0                 zen's device path and the C API (RUNPATH $ORIGIN)
+#   libcudart.so.13                             the CUDA runtime of the toolkit they were built with
+#   manifest.json                               commit, nvcc, arch, size
+# Nothing else: no MPI, no GoogleTest or libstdc++ (static), no libcuda (the driver's), no NCCL
+# (pip's nvidia-nccl in the machine's PyTorch venv). Device-session command (the run tool copies
+# the tree; the package is ignored by git, so carry it):
 #   run(command="bash scripts/gpu_check.sh --run gpu-pkg $OUT", carry=["gpu-pkg"], timeout_s=420)
+# Five minutes by construction: every step that runs a binary is under `timeout -k GRACE`
+# (SIGKILL GRACE seconds after SIGTERM, for a process stuck in the driver), the suites' limits are
+# cut to what the budget leaves after the benchmark's share and the grace, and the benchmark gets
+# what is left: the run ends within ZEN_CHECK_BUDGET + GRACE seconds (290 + 5) plus the summary
+# writes. tests/device/gpu_check_budget_test.sh checks this on a package whose binaries hang.
 # Exit status 0 when everything asked for passed (--run: every suite passed, no test skipped, the
 # benchmark's #wrong is 0).
 set -uo pipefail
@@ -32,6 +45,8 @@ T0=$(date +%s)
 stage() { echo; echo "=== [$(( $(date +%s) - T0 ))s] $*"; }
 readonly MAX_FILES=8 MAX_BYTES=$((64 * 1024 * 1024))
 readonly BINARIES="test_cuda test_capi_gpu zen_gpu_bench"
+readonly GRACE=${ZEN_CHECK_GRACE:-5}  # seconds between a timeout's SIGTERM and its SIGKILL
+bounded() { local s=$1; shift; timeout -k "$GRACE" "$s" "$@"; }  # SECONDS CMD...: ends by SECONDS + GRACE
 
 # --------------------------------------------------------------------------------------- build
 build_package() {
@@ -193,7 +208,7 @@ run_package() {
   export NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 ZEN_GPU_REQUIRED=1
   local summary=$out/gpu_check.json suites_json="" total=0 failed=0 skipped=0 bench_ok=false bench=null
   local device
-  device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  device=$(bounded 10 nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
   write_summary() {
     local ok=false
     [ "$total" -gt 0 ] && [ "$failed" = 0 ] && [ "$skipped" = 0 ] && $bench_ok && ok=true
@@ -221,7 +236,7 @@ EOF
   left() { echo $(( budget - ($(date +%s) - T0) )); }
   run_suite() {  # BINARY SUITE TIMEOUT
     local bin=$1 suite=$2 limit=$3 s0 rc log n_ok n_fail n_skip
-    local room=$(( $(left) - bench_limit ))
+    local room=$(( $(left) - bench_limit - GRACE ))
     if [ "$room" -lt 10 ]; then
       failed=$((failed + 1))
       suites_json="$suites_json${suites_json:+,}
@@ -233,8 +248,9 @@ EOF
     [ "$room" -lt "$limit" ] && limit=$room
     s0=$(date +%s)
     log="$out/$(echo "$bin.$suite" | tr '/' '_').log"
-    timeout "$limit" "$pkg/$bin" --gtest_filter="$suite.*" --gtest_brief=0 >"$log" 2>&1
+    bounded "$limit" "$pkg/$bin" --gtest_filter="$suite.*" --gtest_brief=0 >"$log" 2>&1
     rc=$?
+    [ $rc = 137 ] && rc=124  # killed after the grace: a timeout too
     n_ok=$(grep -cE '^\[       OK \] .* \([0-9]+ ms\)$' "$log")
     n_fail=$(grep -cE '^\[  FAILED  \] .* \([0-9]+ ms\)$' "$log")
     n_skip=$(grep -cE '^\[  SKIPPED \] .* \([0-9]+ ms\)$' "$log")
@@ -250,16 +266,16 @@ EOF
   write_summary
   local bin suite
   for bin in test_cuda test_capi_gpu; do
-    for suite in $("$pkg/$bin" --gtest_list_tests 2>/dev/null | awk '/^[A-Za-z0-9_\/]+\./ { sub(/\..*/, ""); print }'); do
+    for suite in $(bounded 20 "$pkg/$bin" --gtest_list_tests 2>/dev/null | awk '/^[A-Za-z0-9_\/]+\./ { sub(/\..*/, ""); print }'); do
       run_suite "$bin" "$suite" "${ZEN_SUITE_TIMEOUT:-120}"
     done
   done
   stage "benchmark"
   local args=()
   $full && args+=(--full)
-  [ "$(left)" -lt "$bench_limit" ] && bench_limit=$(left)
+  [ "$(( $(left) - GRACE ))" -lt "$bench_limit" ] && bench_limit=$(( $(left) - GRACE ))
   [ "$bench_limit" -lt 1 ] && bench_limit=1
-  if timeout "$bench_limit" "$pkg/zen_gpu_bench" --json "$out/gpu_bench.json" "${args[@]}"; then
+  if bounded "$bench_limit" "$pkg/zen_gpu_bench" --json "$out/gpu_bench.json" "${args[@]}"; then
     bench_ok=true
   fi
   write_summary
