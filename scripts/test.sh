@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install missing deps, build the CPU configuration (build/) and, where nvcc exists, the CUDA
-# configuration (build-cuda/), then run every test with ctest (MPI tests under mpirun included).
+# configuration (build-cuda/) and the device check's package (build-gpu/, scripts/gpu_check.sh
+# --dry-run), then run every test with ctest (MPI tests under mpirun included).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -25,6 +26,9 @@ if [ "${ZEN_SKIP_CUDA:-0}" != 1 ] && [ -x /usr/local/cuda/bin/nvcc ]; then
   cmake --preset cuda
   cmake --build build-cuda -j "$jobs" --target zen_cuda_all
   ctest --test-dir build-cuda --output-on-failure -L gpu --timeout 600 || status=$?
+  # The device check's package (scripts/gpu_check.sh) builds, and every carried binary's dynamic
+  # dependencies resolve from it as they will on a GPU machine.
+  ZEN_JOBS=$jobs bash scripts/gpu_check.sh --dry-run build-gpu/pkg || status=$?
 fi
 
 if [ -z "${ZEN_SANITIZE_SUITE:-}" ]; then

@@ -91,10 +91,12 @@ typedef struct {
   double auto_message_s;     /**< model overhead per message, seconds (default 1e-6) */
   double auto_bytes_per_s;   /**< model per-rank bandwidth, bytes/s (default 25e9/8) */
   double auto_entry_s;       /**< model compute per row touched, seconds (default 0) */
-  /* Device plans (a device communicator; CUDA builds). */
-  uint64_t device_max_nnz;   /**< largest local nnz (rows) per call (0: every row) */
-  uint64_t device_recv_capacity; /**< most entries a rank may receive in the push (0: ranks * max_nnz) */
-  uint64_t device_pull_rows; /**< largest result support of an owner, in rows (0: min(rows, ranks * max_nnz)) */
+  /* Device plans (a device communicator; CUDA builds). recv_capacity and pull_rows are agreed at
+   * creation: every rank uses the largest value any rank gives (0 gives the default). */
+  uint64_t device_max_nnz;   /**< largest local nnz (rows) per call on this rank (0: every row) */
+  uint64_t device_recv_capacity; /**< most entries a rank may receive in the push (0: the sum of all ranks' max_nnz) */
+  uint64_t device_pull_rows; /**< largest result support summed over all owners, in rows (0: min(rows, the sum of
+                                  all ranks' max_nnz)) */
   /* Appended later: callers built against a zen.h without it get the default. */
   zenPullEncoding_t push;    /**< balanced / sparse_ps push encoding (default zenPullAuto: COO unless a sorted
                                   code saves at least 1/8 of the message); CPU plans only */
