@@ -110,7 +110,8 @@ run_checks() {
     i=$((i + 1))
     log="$scratch/$(basename "$p" .patch).$tag.$i.log"
     local t0=$(date +%s)
-    (cd "$bld" && timeout "$check_timeout" bash -c "$line") >"$log" 2>&1
+    # stdin from /dev/null: mpirun would otherwise read the remaining Check lines of this loop.
+    (cd "$bld" && timeout "$check_timeout" bash -c "$line") </dev/null >"$log" 2>&1
     rc=$?
     local dt=$(( $(date +%s) - t0 ))
     if [ $rc -eq 0 ]; then
