@@ -23,7 +23,10 @@ extern "C" int pthread_create(pthread_t* t, const pthread_attr_t* attr, void* (*
     std::fprintf(stderr, "thread_counter: dlsym(RTLD_NEXT, pthread_create) failed\n");
     std::abort();
   }
+  // Counted before the thread exists: the new thread may run (and read the count) before the
+  // creating thread returns from `next`, so counting afterwards could land in a later window.
+  g_created.fetch_add(1);
   const int rc = next(t, attr, fn, arg);
-  if (rc == 0) g_created.fetch_add(1);
+  if (rc != 0) g_created.fetch_sub(1);
   return rc;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 namespace zen::test {
-/// Threads created by this process so far (successful pthread_create calls).
+/// Threads created by this process so far (successful pthread_create calls, each counted before the
+/// new thread starts).
 uint64_t threads_created();
 }  // namespace zen::test
