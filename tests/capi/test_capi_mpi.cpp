@@ -426,6 +426,10 @@ TEST(CapiMpiApi, NonBlockingNeedsSerializedThreads) {
   std::vector<float> out(kN);
   ASSERT_EQ(zenSparseAllreduceDense(op, 1, idx, zenInt64, val, out.data()), zenSuccess) << zenGetLastError();
   EXPECT_EQ(out[3], static_cast<float>(size()));
+  // The refused start fails this rank's communicator, and that reaches the peers at once: a rank
+  // that got here first would abort a peer still finishing the blocking call above (seen under load:
+  // rank 0's call failed with rank 1's RemoteError, its ASSERT skipped the final barrier, the job hung).
+  MPI_Barrier(MPI_COMM_WORLD);
   zenRequest_t q = nullptr;
   EXPECT_EQ(zenSparseAllreduceDenseStart(op, 1, idx, zenInt64, val, out.data(), &q), zenUnsupported);
   EXPECT_NE(std::string(zenGetLastError()).find("MPI_THREAD_SERIALIZED"), std::string::npos) << zenGetLastError();
