@@ -13,9 +13,10 @@ class MpiPlanAlloc : public ::testing::TestWithParam<test::AllocCase> {};
 TEST_P(MpiPlanAlloc, StepsTwoToTenAllocateNothing) {
   const test::AllocCase c = GetParam();
   Communicator& comm = test::world();
-  // The property is per process and does not change with n; 8 processes of two threads each on
-  // large inputs take a minute on a 2-core machine, and at n = 1 nothing is exchanged.
-  if (c.large && (comm.size() < 2 || comm.size() > 3)) GTEST_SKIP() << "large inputs run at n = 2, 3";
+  // The property is per process and does not change with n; large inputs on several processes of
+  // two threads each are slow on a 2-core machine (mpi_plans_np3: 1.3 s before, 19 s with them), at n = 1 nothing is
+  // exchanged, and the loopback test runs them at n = 3: here at n = 2 only.
+  if (c.large && comm.size() != 2) GTEST_SKIP() << "large inputs run at n = 2";
   const test::SteadyState got = test::count_steady_state(comm, c, /*leader=*/true, [&] { MPI_Barrier(MPI_COMM_WORLD); });
   const uint64_t mine[2] = {got.allocs, got.threads};
   uint64_t worst[2] = {0, 0};
