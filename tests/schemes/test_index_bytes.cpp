@@ -213,6 +213,11 @@ class IndexCodes : public ::testing::TestWithParam<Param> {};
 
 TEST_P(IndexCodes, PushAndPullBytesFollowTheDocumentedRules) {
   const auto& [scheme, n] = GetParam();
+#if defined(__SANITIZE_ADDRESS__)
+  // The bytes do not depend on the build; under ASan (CI's sanitize suite, where n = 4..8 took 60 s
+  // of test time) the cases at n <= 3 check the memory safety of the same code paths.
+  if (n > 3) GTEST_SKIP() << "ASan build: n <= 3 (the plain build runs n = 1..8)";
+#endif
   std::set<std::string> auto_push, auto_pull;  // codes Auto chose for messages with rows
   for (Case cs : index_cases(n))
     for (IndexEncoding code : {IndexEncoding::Auto, IndexEncoding::Coo, IndexEncoding::Bitmap, IndexEncoding::EliasFano}) {
