@@ -21,9 +21,11 @@ Variants: gloo (DDP on a Gloo group, sparse embedding gradients: Gloo's allgathe
 Writes ddp_embedding.csv and ddp_embedding.png (loss against wall time) into --out.
 """
 import argparse
+import cProfile
 import hashlib
 import math
 import os
+import pstats
 import re
 import shutil
 import subprocess
@@ -150,6 +152,7 @@ class Outcome:
         self.params = []
         self.tokens_per_s = self.sync_ms = self.sync_share = self.final_loss = 0.0
         self.ranks_agree = True
+        self.zen_ms = None  # zen groups: ms per steady step in (agreement, zen's call, the rest of the op)
 
 
 def train(c, a, variant, group, log=print):
@@ -165,6 +168,9 @@ def train(c, a, variant, group, log=print):
     else:
         opt = torch.optim.Adagrad(model.parameters(), lr=a.lr)
     o = Outcome(variant)
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    zst = zen.torch.stats(pg) if isinstance(pg, zen.torch.ProcessGroupZen) else None
+    z0 = None
     t_step = t_sync = loss_acc = 0.0
     steady_step = steady_sync = 0.0
     steady_n = in_iv = 0
@@ -181,6 +187,8 @@ def train(c, a, variant, group, log=print):
         loss_acc += float(losses.mean())
         t_step += t1 - t0
         t_sync += sync
+        if t + 1 == a.warmup and zst is not None:
+            z0 = (zst.agree_seconds, zst.zen_seconds, zst.sparse_seconds)
         if t >= a.warmup:
             steady_step += t1 - t0
             steady_sync += sync
@@ -200,6 +208,10 @@ def train(c, a, variant, group, log=print):
         o.tokens_per_s = a.batch * n * steady_n / steady_step
         o.sync_ms = 1e3 * steady_sync / steady_n
         o.sync_share = steady_sync / steady_step
+    if zst is not None and steady_n:
+        z0 = z0 or (0.0, 0.0, 0.0)
+        agree, call, total = (zst.agree_seconds - z0[0], zst.zen_seconds - z0[1], zst.sparse_seconds - z0[2])
+        o.zen_ms = tuple(1e3 * _max(x) / steady_n for x in (agree, call, total - agree - call))
     o.final_loss = o.curve[-1][2]
     h = hashlib.sha1()
     for p in model.parameters():
@@ -270,6 +282,8 @@ def parse(argv):
     p.add_argument("--check", action="store_true", help="exit 1 unless every variant's weights and losses agree "
                                                         "with the first's and every rank holds the same weights")
     p.add_argument("--tolerance", type=float, default=1e-5)
+    p.add_argument("--profile", type=int, default=0, metavar="K",
+                   help="cProfile every run on rank 0 and print its K most expensive functions (own time)")
     return p.parse_args(argv)
 
 
@@ -315,7 +329,14 @@ def main(argv=None):
         order = variants[rep % len(variants):] + variants[:rep % len(variants)] if a.repeat > 1 else variants
         for v in order:
             w.Barrier()
+            prof = cProfile.Profile() if a.profile and rank == 0 else None
+            if prof:
+                prof.enable()
             runs.append((rep, train(c, a, v, group_of(v), log)))
+            if prof:
+                prof.disable()
+                print(f"# cProfile of {v} on rank 0 (repetition {rep}), by own time:")
+                pstats.Stats(prof).sort_stats("tottime").print_stats(a.profile)
     bad = 0
     if rank == 0:
         by = {v: [r for _, r in runs if r.variant == v] for v in variants}
@@ -333,6 +354,13 @@ def main(argv=None):
                   f"(loss curve {curve:.2e}) | {'yes' if agree else 'NO'} |")
             if a.check and (diff > a.tolerance or curve > a.tolerance or not agree):
                 bad += 1
+        zen_rows = [v for v in variants if by[v][-1].zen_ms is not None]
+        if zen_rows:
+            print("\nzen groups, ms per steady step (slowest rank, median over repetitions): agreement record | "
+                  "zen sparse allreduce | indices, result tensors, copy into the input")
+            for v in zen_rows:
+                ms = [np.median([r.zen_ms[i] for r in by[v]]) for i in range(3)]
+                print(f"  {v}: {ms[0]:.3f} | {ms[1]:.3f} | {ms[2]:.3f}")
         if a.repeat > 1:
             print(f"(medians over {a.repeat} interleaved repetitions; per repetition tokens/s: " + "; ".join(
                 f"{v} " + " ".join(f"{r.tokens_per_s:.0f}" for r in by[v]) for v in variants) + ")")
