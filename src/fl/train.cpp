@@ -1,7 +1,9 @@
+// Local training on one client: minibatch SGD (with FedProx's proximal term when asked).
 #include "zen/fl/train.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 
 #include "zen/error.hpp"
@@ -15,6 +17,8 @@ TrainStats train_local(Model& model, const Dataset& data, const std::vector<size
   ZEN_ENFORCE(!indices.empty(), "train_local: the client holds no samples");
   ZEN_ENFORCE(cfg.batch_size > 0, "train_local: batch_size must be positive");
   ZEN_ENFORCE(cfg.epochs >= 0, "train_local: epochs must be >= 0, got " + std::to_string(cfg.epochs));
+  ZEN_ENFORCE(cfg.prox_mu >= 0.0f && std::isfinite(cfg.prox_mu),
+              "train_local: the proximal term mu must be finite and >= 0, got " + std::to_string(cfg.prox_mu));
   ZEN_ENFORCE(data.dim == model.input_dim(), "train_local: " + model.name() + " model expects " +
                                                  std::to_string(model.input_dim()) +
                                                  " features, data set has " + std::to_string(data.dim));
@@ -32,6 +36,8 @@ TrainStats train_local(Model& model, const Dataset& data, const std::vector<size
   Rng rng(seed);
   float* w = model.params().data();
   const size_t np = model.num_params();
+  // FedProx: the anchor w_0 of the proximal term is the model training starts from.
+  const std::vector<float> anchor = cfg.prox_mu > 0.0f ? model.params() : std::vector<float>();
 
   TrainStats st;
   st.samples = indices.size();
@@ -46,7 +52,11 @@ TrainStats train_local(Model& model, const Dataset& data, const std::vector<size
         yb[i] = data.y[order[b + i]];
       }
       loss_sum += model.loss_and_grad(xb.data(), yb.data(), n, grad.data());
-      for (size_t j = 0; j < np; ++j) w[j] -= cfg.lr * grad[j];
+      if (cfg.prox_mu > 0.0f) {
+        for (size_t j = 0; j < np; ++j) w[j] -= cfg.lr * (grad[j] + cfg.prox_mu * (w[j] - anchor[j]));
+      } else {
+        for (size_t j = 0; j < np; ++j) w[j] -= cfg.lr * grad[j];
+      }
       ++batches;
       ++st.steps;
     }

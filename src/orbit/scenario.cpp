@@ -364,6 +364,32 @@ ServerNode parse_server(const std::string& spec) {
   return ServerNode::ground(gs);
 }
 
+std::vector<ServerNode> read_ground_stations(const std::string& path) {
+  std::ifstream f(path);
+  ZEN_CHECK_CODE(f.good(), Result::SystemError, "cannot read ground stations from '" + path + "'");
+  std::vector<ServerNode> out;
+  std::set<std::string> names;
+  std::string line;
+  for (int no = 1; std::getline(f, line); ++no) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    const auto comma = line.find(',');
+    ZEN_ENFORCE(comma != std::string::npos && comma > 0,
+                path + ":" + std::to_string(no) + ": expected name,lat_deg,lon_deg[,alt_m], got '" + line + "'");
+    const std::string name = line.substr(0, comma);
+    ServerNode n;
+    try {
+      n = parse_server(name + "=" + line.substr(comma + 1));
+    } catch (const Error& e) {
+      ZEN_THROW(Result::InvalidArgument, path + ":" + std::to_string(no) + ": " + e.what());
+    }
+    ZEN_ENFORCE(names.insert(name).second, path + ":" + std::to_string(no) + ": station '" + name + "' listed twice");
+    out.push_back(std::move(n));
+  }
+  ZEN_ENFORCE(!out.empty(), "'" + path + "' lists no ground station");
+  return out;
+}
+
 std::vector<std::string> Scenario::builtin_names() {
   return {"reference", "reference-star", "bremen", "northpole", "starlink", "razmi2022"};
 }

@@ -1,3 +1,6 @@
+// Local training (minibatch SGD, FedProx's proximal term) and the Federation's rounds on the tiny sample.
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -81,6 +84,49 @@ TEST(TrainLocal, SubsetOnlyUsesItsSamples) {
   for (size_t j = 0; j < a.num_params(); ++j) ASSERT_NEAR(a.params()[j], b.params()[j], 1e-6f) << j;
 }
 
+// FedProx: each step is w <- w - lr (grad + mu (w - w_0)) with w_0 the starting model; the first step
+// equals plain SGD (w = w_0), the next ones are pulled back toward w_0. Recomputed here by hand from
+// loss_and_grad on the same permutation (Rng(seed), std::shuffle, as train_local documents).
+TEST(TrainLocal, ProximalTermMatchesTheRuleByHand) {
+  const std::vector<size_t> idx{3, 8, 11, 20, 31, 40, 52, 77};
+  const float lr = 0.1f, mu = 0.5f;
+  LogisticRegression m;
+  m.init(4);
+  const std::vector<float> w0 = m.params();
+  // By hand: batches of 4, one epoch.
+  std::vector<size_t> order(idx);
+  Rng rng(5);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<float> w = w0, grad(w.size()), xb(4 * 784);
+  std::vector<int32_t> yb(4);
+  LogisticRegression h;
+  for (size_t b = 0; b < order.size(); b += 4) {
+    for (size_t i = 0; i < 4; ++i) {
+      std::copy_n(tiny_train().row(order[b + i]), 784, xb.data() + i * 784);
+      yb[i] = tiny_train().y[order[b + i]];
+    }
+    h.set_params(w);
+    h.loss_and_grad(xb.data(), yb.data(), 4, grad.data());
+    for (size_t j = 0; j < w.size(); ++j) w[j] -= lr * (grad[j] + mu * (w[j] - w0[j]));
+  }
+  SgdConfig cfg{lr, 4, 1};
+  cfg.prox_mu = mu;
+  train_local(m, tiny_train(), idx, cfg, 5);
+  for (size_t j = 0; j < w.size(); ++j) ASSERT_EQ(m.params()[j], w[j]) << j;
+  // The term pulls toward w_0: the FedProx model stays closer to it than plain SGD's.
+  LogisticRegression plain;
+  plain.set_params(w0);
+  train_local(plain, tiny_train(), idx, SgdConfig{lr, 4, 1}, 5);
+  double dp = 0, dx = 0;
+  for (size_t j = 0; j < w.size(); ++j) {
+    dp += std::pow(double(m.params()[j]) - w0[j], 2);
+    dx += std::pow(double(plain.params()[j]) - w0[j], 2);
+  }
+  EXPECT_LT(dp, dx);
+  cfg.prox_mu = -1.0f;
+  EXPECT_THROW(train_local(m, tiny_train(), idx, cfg, 5), Error);
+}
+
 TEST(TrainLocal, RejectsBadInput) {
   LogisticRegression m;
   EXPECT_THROW(train_local(m, tiny_train(), std::vector<size_t>{}, SgdConfig{}, 1), Error);
@@ -97,6 +143,31 @@ FederationConfig tiny_config(const std::string& split) {
   cfg.alpha = 0.5;
   cfg.seed = 3;
   return cfg;
+}
+
+// sample_limit splits only the first n samples; LocalOptions overrides epochs and mu per call.
+TEST(Federation, SampleLimitAndLocalOptions) {
+  FederationConfig cfg = tiny_config("iid");
+  cfg.sample_limit = 40;
+  Federation fed(tiny_train(), tiny_test(), cfg);
+  size_t total = 0;
+  for (int k = 0; k < 4; ++k) {
+    total += fed.client_samples(k);
+    for (size_t i : fed.partition()[size_t(k)]) EXPECT_LT(i, 40u);
+  }
+  EXPECT_EQ(total, 40u);
+  const std::vector<float> start = fed.global().params();
+  const ClientUpdate two = fed.local_update(1, start, 3, LocalOptions{2, -1.0f});
+  EXPECT_EQ(two.stats.steps, 2u);  // 10 samples, batch 10, two epochs
+  LogisticRegression m;
+  m.set_params(start);
+  SgdConfig sgd = cfg.sgd;
+  sgd.epochs = 2;
+  sgd.prox_mu = 0.3f;
+  train_local(m, tiny_train(), fed.partition()[1], sgd, stream_seed(cfg.seed, Stream::Shuffle, 1, 3));
+  EXPECT_EQ(fed.local_update(1, start, 3, LocalOptions{2, 0.3f}).params, m.params());
+  cfg.sample_limit = 201;
+  EXPECT_THROW(Federation(tiny_train(), tiny_test(), cfg), Error);
 }
 
 TEST(Federation, RoundEqualsManualPartialAggregation) {

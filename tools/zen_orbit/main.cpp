@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/progress.hpp"
+#include "sweep.hpp"
 #include "zen/error.hpp"
 #ifdef ZEN_HAVE_MPI
 #include "zen/comm/mpi.hpp"
@@ -370,6 +371,7 @@ struct FlArgs {
   int ranks = 0;     // loopback ranks
   std::vector<double> sweep_gflops;  // compare: timing-only sweep of the on-board throughput
   std::vector<double> topk{1.0};     // compare: top-k fractions of the compressed updates
+  std::vector<double> topk_down{1.0};  // compare: top-k fractions of the compressed downloads (zipped with topk)
   bool root = true;  // this process prints (rank 0 under --backend mpi)
 };
 
@@ -470,6 +472,18 @@ void add_fl_options(CLI::App* app, FlArgs& a) {
                   "baseline-deadline: uploads must complete within this many seconds of the round start")
       ->capture_default_str();
   app->add_option("--days", c.initial_days, "initial contact-plan horizon (doubled as needed)")->capture_default_str();
+  app->add_option("--clients-per-round", c.clients_per_round,
+                  "schemes without ISLs: the first C idle satellites in contact train per synchronous round (fedbuff: at "
+                  "most C at once); 0 = all")
+      ->capture_default_str();
+  app->add_option("--prox-mu", c.prox_mu, "fedprox: proximal term mu")->capture_default_str();
+  app->add_option("--prox-max-epochs", c.prox_max_epochs, "fedprox: most local epochs before the next contact")
+      ->capture_default_str();
+  app->add_option("--buffer", c.buffer_size, "fedbuff: client deltas per server update")->capture_default_str();
+  app->add_option("--server-lr", c.server_lr, "fedbuff: server step on the buffered mean")->capture_default_str();
+  app->add_option("--samples-per-sat", c.samples_per_satellite,
+                  "training samples per satellite (0: split the whole training set)")
+      ->capture_default_str();
   app->add_option("--ranks", a.ranks, "loopback ranks (0: one per satellite + server up to 64 satellites, else 16)");
   app->add_option("--threads", c.threads, "window prediction threads (0 = all cores)");
   app->add_option("--out", a.out, "output directory for CSV / PNG");
@@ -557,9 +571,12 @@ int cmd_compare(FlArgs& a) {
               train.c_str(), a.cfg.target_acc);
   for (const std::string& preset : split_list(a.presets)) {
     const std::size_t first = runs.size();
-    for (double k : a.topk)
+    ZEN_ENFORCE(a.topk_down.size() == 1 || a.topk_down.size() == a.topk.size(),
+                "--topk-down takes one fraction or as many as --topk (paired in order)");
+    for (std::size_t ki = 0; ki < a.topk.size(); ++ki)
       for (const std::string& scheme : schemes) {
-        runs.push_back(ex.run(scheme, preset, k));
+        const double k = a.topk[ki], kd = a.topk_down[a.topk_down.size() == 1 ? 0 : ki];
+        runs.push_back(ex.run(scheme, preset, k, kd));
         progress.step(scheme + " " + preset + " done");
         progress.finish();
         std::printf("%s\n", runs.back().summary().c_str());
@@ -577,9 +594,9 @@ int cmd_compare(FlArgs& a) {
       if (r.time_to_target_s > 0 && b.time_to_target_s > 0)
         std::snprintf(su, sizeof(su), "%.2fx", b.time_to_target_s / r.time_to_target_s);
       std::string label = r.scheme;
-      if (a.topk.size() > 1 || r.topk_fraction < 1) {
-        char kb[48];
-        std::snprintf(kb, sizeof kb, " (top %g%%)", 100.0 * r.topk_fraction);
+      if (a.topk.size() > 1 || r.topk_fraction < 1 || r.topk_down_fraction < 1) {
+        char kb[64];
+        std::snprintf(kb, sizeof kb, " (top %g%%, down %g%%)", 100.0 * r.topk_fraction, 100.0 * r.topk_down_fraction);
         label += kb;
       }
       std::printf("| %s | %.2f | %.2fx | %s | %s | %.2f | %.2fx | %.2f | %.3f | %.3f | %.4f |\n", label.c_str(),
@@ -682,8 +699,12 @@ int main(int argc, char** argv) {
   fl->add_option("--topk", fa.cfg.topk,
                  "compressed updates: the fraction of the parameters every partial aggregate carries (1 = dense)")
       ->capture_default_str();
+  fl->add_option("--topk-down", fa.cfg.topk_down,
+                 "compressed downloads: the fraction of the parameters every model transfer (download, ring scatter) "
+                 "carries (1 = dense)")
+      ->capture_default_str();
   fl->add_option("--scheme,--schemes", fa.schemes,
-                 "scheme(s), comma-separated: baseline, baseline-deadline, fedasync, ring, ring-async")
+                 "scheme(s), comma-separated: baseline, baseline-deadline, fedasync, fedprox, fedbuff, ring, ring-async")
       ->capture_default_str();
   fl->add_option("--preset", fa.cfg.preset, "link preset: ka, s, or scenario (the scenario's own link budgets)")
       ->check(CLI::IsMember({"ka", "s", "scenario"}))
@@ -705,10 +726,18 @@ int main(int argc, char** argv) {
                       "the model delta, error feedback), e.g. 1,0.1,0.01; 1 = dense")
       ->delimiter(',')
       ->capture_default_str();
+  compare->add_option("--topk-down", cmpa.topk_down,
+                      "compressed downloads: fractions of the parameters every model transfer carries, one or paired "
+                      "with --topk in order, e.g. 1,0.1,0.01; 1 = dense")
+      ->delimiter(',')
+      ->capture_default_str();
   compare->add_option("--sweep-gflops", cmpa.sweep_gflops,
                       "also print each scheme's round time and the speed-up with training times from the compute "
                       "model at these on-board throughputs [GFLOP/s] (timing only)")
       ->delimiter(',');
+
+  zen_orbit_cli::SweepArgs swa;
+  auto* sweep = zen_orbit_cli::add_sweep_command(app, swa);
 
   // A paper's named scenario (e.g. razmi2022) brings its FL settings as defaults; options given on
   // the command line still override them (CLI11 writes only the options it parses).
@@ -732,6 +761,7 @@ int main(int argc, char** argv) {
     if (plot->parsed()) return cmd_plot(pa, dir, max_tracks, track_step);
     if (fl->parsed()) return cmd_fl(fa);
     if (compare->parsed()) return cmd_compare(cmpa);
+    if (sweep->parsed()) return zen_orbit_cli::run_sweep_command(swa);
     if (config->parsed()) {
       std::cout << load(ca).to_json_text() << "\n";
       return 0;

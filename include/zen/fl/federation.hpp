@@ -27,6 +27,16 @@ struct FederationConfig {
   std::vector<int> group_of;  ///< client -> group, e.g. orbital plane (split == "groups")
   int classes_per_group = 2;  ///< classes each group holds (split == "groups")
   uint64_t seed = 1;          ///< master seed; split, init and shuffles use separate streams
+  /// > 0: split only the first sample_limit training samples (the rest of `train` is unused), so
+  /// that runs of different sizes can share one loaded data set.
+  size_t sample_limit = 0;
+};
+
+/// Per-call overrides of the local training (FedProx: a variable number of epochs and the
+/// proximal term). Negative values keep the federation's SgdConfig.
+struct LocalOptions {
+  int epochs = -1;
+  float prox_mu = -1.0f;
 };
 
 struct ClientUpdate {
@@ -63,6 +73,8 @@ class Federation {
   /// stream_seed(cfg.seed, Stream::Shuffle, client, round), so the result depends only on
   /// (start, client, round). Thread-safe for distinct calls (the Federation is not modified).
   ClientUpdate local_update(int client, const std::vector<float>& start, int round) const;
+  /// Same with the epochs and / or FedProx's mu overridden (LocalOptions).
+  ClientUpdate local_update(int client, const std::vector<float>& start, int round, const LocalOptions& opt) const;
 
   /// Synchronous FedAvg: every participant (all clients when empty) trains from the current
   /// global model; the global model becomes the weighted mean of their results.

@@ -105,6 +105,11 @@ struct ServerNode {
 /// zen::Error naming the spec.
 ServerNode parse_server(const std::string& spec);
 
+/// Ground stations from a CSV file: '#' comment and blank lines skipped, then one
+/// `name,lat_deg,lon_deg[,alt_m]` per line (e.g. tests/data/ground-stations/landsat13.csv). Throws
+/// zen::Error naming file:line for a bad row, a duplicate name or a file without stations.
+std::vector<ServerNode> read_ground_stations(const std::string& path);
+
 struct Scenario {
   std::string name;
   std::vector<Satellite> satellites;  ///< satellites[k].id == k

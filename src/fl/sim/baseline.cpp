@@ -1,5 +1,6 @@
 // Baselines without inter-satellite links (orbit-fl.md §5): synchronous FedAvg, the same with a round
-// deadline, and FedAsync (staleness-weighted mixing at the server on every arrival).
+// deadline, FedProx (synchronous, variable local epochs with a proximal term) and FedAsync
+// (staleness-weighted mixing at the server on every arrival). FedBuff is in fedbuff.cpp.
 #include <algorithm>
 #include <cmath>
 
@@ -9,7 +10,8 @@ namespace zen::fl::sim {
 
 namespace detail {
 
-DirectCycle direct_cycle(const TimingContext& ctx, int k, double T0, int round, int version, MissTracker& miss) {
+DirectCycle direct_cycle(const TimingContext& ctx, int k, double T0, int round, int version, MissTracker& miss,
+                         bool fedprox) {
   DirectCycle c;
   const int plane = ctx.scenario().satellites[static_cast<std::size_t>(k)].plane;
   if (!ctx.node_alive(k, T0)) {
@@ -33,8 +35,25 @@ DirectCycle direct_cycle(const TimingContext& ctx, int k, double T0, int round, 
   d.version = version;
   d.bytes = ctx.model_bytes();
   c.events.push_back(d);
-  // 2. Train.
-  const double fin = dl.completion_s + ctx.train_time(k);
+  // 2. Train. FedProx: as many whole epochs as fit before the next contact (the next pass after the
+  // download's), at least one and at most prox_max_epochs.
+  int epochs = 0;
+  double train_s = ctx.train_time(k);
+  if (fedprox) {
+    const auto& ws = ctx.plan().windows(k);
+    const auto next = std::find_if(ws.begin(), ws.end(), [&](const orbit::Window& w) {
+      return w.start_s > dl.window_end_s;
+    });
+    if (next == ws.end())
+      throw HorizonExceeded("timing: satellite " + std::to_string(k) + " has no contact after the pass ending at t = " +
+                            std::to_string(dl.window_end_s) + " s within the horizon");
+    const double te = ctx.epoch_time(k);
+    const int cap = ctx.config().prox_max_epochs;
+    const double fit = te > 0 ? std::floor((next->start_s - dl.completion_s) / te) : static_cast<double>(cap);
+    epochs = static_cast<int>(std::clamp(fit, 1.0, static_cast<double>(cap)));
+    train_s = te * epochs;
+  }
+  const double fin = dl.completion_s + train_s;
   if (!ctx.node_alive(k, fin)) {
     c.skipped = true;
     return c;
@@ -45,6 +64,7 @@ DirectCycle direct_cycle(const TimingContext& ctx, int k, double T0, int round, 
   tr.end_s = fin;
   tr.from = tr.to = k;
   tr.bytes = 0;
+  tr.epochs = epochs;
   c.events.push_back(tr);
   c.trained_s = fin;
   // 3. Upload at the next feasible contact; a missed window retries at the next window.
@@ -81,17 +101,31 @@ namespace {
 
 /// Synchronous rounds; deadline_s > 0 drops the satellites whose upload cannot complete by
 /// T0 + deadline (the contact plan tells them in advance, so they sit the round out).
-Schedule sync_direct(const TimingContext& ctx, int rounds, double deadline_s, const char* name) {
+Schedule sync_direct(const TimingContext& ctx, int rounds, double deadline_s, const char* name, bool fedprox = false) {
   ZEN_ENFORCE(rounds > 0, std::string(name) + ": rounds must be positive, got " + std::to_string(rounds));
   Schedule s = detail::new_schedule(ctx, name);
+  if (fedprox) {
+    ZEN_ENFORCE(ctx.config().prox_mu >= 0 && std::isfinite(ctx.config().prox_mu),
+                "fedprox: the proximal term mu must be >= 0, got " + std::to_string(ctx.config().prox_mu));
+    ZEN_ENFORCE(ctx.config().prox_max_epochs >= 1,
+                "fedprox: the epoch cap must be >= 1, got " + std::to_string(ctx.config().prox_max_epochs));
+    s.prox_mu = static_cast<float>(ctx.config().prox_mu);
+  }
   MissTracker miss(ctx.config().faults);
   double T0 = 0.0;
   for (int r = 1; r <= rounds; ++r) {
     double t_agg = T0;
     std::vector<int> members;
+    // The first C idle satellites in contact take part (all with clients_per_round = 0); the
+    // others sit the round out without a transfer.
+    std::vector<int> alive;
+    for (int k = 0; k < ctx.num_satellites(); ++k)
+      if (ctx.node_alive(k, T0)) alive.push_back(k);
+    const std::vector<int> chosen = ctx.first_in_contact(alive, T0);
     for (int k = 0; k < ctx.num_satellites(); ++k) {
+      if (ctx.node_alive(k, T0) && !std::binary_search(chosen.begin(), chosen.end(), k)) continue;
       MissTracker trial = miss;
-      detail::DirectCycle c = detail::direct_cycle(ctx, k, T0, r, r - 1, trial);
+      detail::DirectCycle c = detail::direct_cycle(ctx, k, T0, r, r - 1, trial, fedprox);
       // A satellite whose upload cannot complete by the deadline knows it from the contact plan and
       // sits the round out (no transfer, no missed window spent).
       const bool late = c.done_s && deadline_s > 0 && *c.done_s > T0 + deadline_s;
@@ -120,6 +154,10 @@ Schedule sync_direct(const TimingContext& ctx, int rounds, double deadline_s, co
 }  // namespace
 
 Schedule simulate_baseline(const TimingContext& ctx, int rounds) { return sync_direct(ctx, rounds, 0.0, "baseline"); }
+
+Schedule simulate_fedprox(const TimingContext& ctx, int rounds) {
+  return sync_direct(ctx, rounds, 0.0, "fedprox", true);
+}
 
 Schedule simulate_baseline_deadline(const TimingContext& ctx, int rounds) {
   ZEN_ENFORCE(ctx.config().round_deadline_s > 0, "baseline-deadline: the round deadline must be positive, got " +
@@ -199,6 +237,7 @@ Schedule simulate_fedasync(const TimingContext& ctx, int rounds) {
     rec.orbit = su.orbit;
     rec.time_s = update_times[j];
     rec.members = {a.sat};
+    rec.staleness = {(u - 1) - b};
     s.updates.push_back(rec);
   }
   ZEN_ENFORCE(!s.updates.empty(), "fedasync: no satellite ever reported");

@@ -22,6 +22,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 orbit::Scenario make_scenario(const ExperimentConfig& cfg) {
+  if (cfg.scenario_object) return *cfg.scenario_object;
   ZEN_ENFORCE(cfg.tle_file.empty() || cfg.scenario_file.empty(), "give a TLE file or a scenario file, not both");
   ZEN_ENFORCE(cfg.start_utc.empty() || !cfg.tle_file.empty(), "a start time needs a TLE file");
   orbit::Scenario sc = !cfg.tle_file.empty()        ? orbit::Scenario::from_elements_file(cfg.tle_file, cfg.start_utc)
@@ -43,9 +44,18 @@ Experiment::Experiment(ExperimentConfig cfg) : cfg_(std::move(cfg)), sc_(make_sc
   sc_.validate();
   const auto t0 = std::chrono::steady_clock::now();
   const std::string dir = cfg_.data_dir.empty() ? default_fashion_mnist_dir() : cfg_.data_dir;
-  train_ = load_fashion_mnist(dir, "train", cfg_.train_limit);
-  test_ = load_fashion_mnist(dir, "t10k", cfg_.test_limit);
+  train_ = cfg_.train_data ? cfg_.train_data
+                           : std::make_shared<const Dataset>(load_fashion_mnist(dir, "train", cfg_.train_limit));
+  test_ = cfg_.test_data ? cfg_.test_data
+                         : std::make_shared<const Dataset>(load_fashion_mnist(dir, "t10k", cfg_.test_limit));
   FederationConfig fc;
+  if (cfg_.samples_per_satellite > 0) {
+    fc.sample_limit = cfg_.samples_per_satellite * static_cast<std::size_t>(sc_.num_satellites());
+    ZEN_ENFORCE(fc.sample_limit <= train_->size(),
+                std::to_string(cfg_.samples_per_satellite) + " samples per satellite x " +
+                    std::to_string(sc_.num_satellites()) + " satellites exceed the " +
+                    std::to_string(train_->size()) + " training samples");
+  }
   fc.num_clients = sc_.num_satellites();
   fc.model.kind = cfg_.model;
   fc.model.hidden = cfg_.hidden;
@@ -91,7 +101,7 @@ Experiment::Experiment(ExperimentConfig cfg) : cfg_(std::move(cfg)), sc_(make_sc
     ZEN_THROW(Result::InvalidArgument, "unknown split '" + cfg_.split +
                                            "' (iid, dirichlet:ALPHA, dirichlet-class:ALPHA, lognormal:SIGMA, orbit:C)");
   }
-  fed_ = std::make_unique<Federation>(train_, test_, fc);
+  fed_ = std::make_unique<Federation>(*train_, *test_, fc);
   load_wall_s_ = seconds_since(t0);
 
   timing_.model_params = fed_->global().num_params();
@@ -99,6 +109,12 @@ Experiment::Experiment(ExperimentConfig cfg) : cfg_(std::move(cfg)), sc_(make_sc
   timing_.staleness_exponent = cfg_.staleness_exponent;
   timing_.fedasync_mixing = cfg_.fedasync_mixing;
   timing_.round_deadline_s = cfg_.round_deadline_s;
+  timing_.epochs = cfg_.epochs;
+  timing_.clients_per_round = cfg_.clients_per_round;
+  timing_.prox_mu = cfg_.prox_mu;
+  timing_.prox_max_epochs = cfg_.prox_max_epochs;
+  timing_.buffer_size = cfg_.buffer_size;
+  timing_.server_lr = cfg_.server_lr;
   if (cfg_.train_time == "work") {
     timing_.train_s_per_sat = work_train_times(cfg_.onboard_gflops);
   } else if (cfg_.train_time == "measured") {
@@ -121,10 +137,16 @@ Experiment::Experiment(ExperimentConfig cfg) : cfg_(std::move(cfg)), sc_(make_sc
 
 const orbit::ContactPlan& Experiment::plan_for(double min_horizon) {
   if (!plan_ || plan_->horizon_s() < min_horizon) {
-    orbit::PredictOptions o;
-    o.horizon_s = min_horizon;
-    o.threads = cfg_.threads;
-    plan_ = std::make_unique<orbit::ContactPlan>(orbit::ContactPlan::predict(sc_, o));
+    if (cfg_.plan_source) {
+      plan_ = cfg_.plan_source(sc_, min_horizon);
+      ZEN_CHECK_CODE(plan_ && plan_->horizon_s() >= min_horizon && plan_->num_satellites() == sc_.num_satellites(),
+                     Result::InternalError, "experiment: the plan source returned no plan for the horizon");
+    } else {
+      orbit::PredictOptions o;
+      o.horizon_s = min_horizon;
+      o.threads = cfg_.threads;
+      plan_ = std::make_shared<const orbit::ContactPlan>(orbit::ContactPlan::predict(sc_, o));
+    }
   }
   return *plan_;
 }
@@ -181,8 +203,11 @@ Schedule Experiment::schedule_with(TimingConfig tc, const std::string& scheme, c
   }
 }
 
-std::size_t Experiment::topk_entries(double fraction) const {
-  ZEN_ENFORCE(fraction > 0 && fraction <= 1, "top-k fraction must be in (0, 1], got " + std::to_string(fraction));
+std::size_t Experiment::topk_entries(double fraction) const { return entries(fraction, "top-k"); }
+
+std::size_t Experiment::entries(double fraction, const char* what) const {
+  ZEN_ENFORCE(fraction > 0 && fraction <= 1,
+              std::string(what) + " fraction must be in (0, 1], got " + std::to_string(fraction));
   if (fraction >= 1) return 0;  // dense means
   const double n = static_cast<double>(fed_->global().num_params());
   return static_cast<std::size_t>(std::clamp(std::round(fraction * n), 1.0, n));
@@ -193,22 +218,29 @@ RunResult Experiment::run(const std::string& scheme, const std::string& preset) 
 }
 
 RunResult Experiment::run(const std::string& scheme, const std::string& preset, double topk_fraction) {
+  return run(scheme, preset, topk_fraction, cfg_.topk_down);
+}
+
+RunResult Experiment::run(const std::string& scheme, const std::string& preset, double topk_fraction,
+                          double topk_down_fraction) {
   RunResult r;
   r.scheme = scheme;
   r.preset = preset;
   r.topk_fraction = topk_fraction;
+  r.topk_down_fraction = topk_down_fraction;
   r.rounds = cfg_.rounds > 0 ? cfg_.rounds : (cfg_.target_acc > 0 ? cfg_.max_rounds : 20);
   auto t0 = std::chrono::steady_clock::now();
   if (cfg_.on_phase) cfg_.on_phase(scheme + " " + preset + ": contact plan and schedule");
   TimingConfig tc = timing_;
   tc.topk = topk_entries(topk_fraction);
+  tc.download_topk = entries(topk_down_fraction, "download top-k");
   r.schedule = schedule_with(tc, scheme, preset, r.rounds, &r.horizon_s);
   r.sim_wall_s = seconds_since(t0);
   t0 = std::chrono::steady_clock::now();
   if (cfg_.on_phase) cfg_.on_phase(scheme + " " + preset + ": learning (" + std::to_string(r.schedule.updates.size()) + " global updates)");
   ZEN_ENFORCE(static_cast<bool>(cfg_.learn),
               "Experiment: ExperimentConfig::learn is not set (on_communicator(comm) or loopback_runner(ranks))");
-  r.learn = cfg_.learn(r.schedule, *fed_, test_);
+  r.learn = cfg_.learn(r.schedule, *fed_, *test_);
   r.learn_wall_s = seconds_since(t0);
   const Schedule& s = r.schedule;
   r.mean_round_s = s.end_time_s() / r.rounds;
@@ -234,7 +266,37 @@ RunResult Experiment::run(const std::string& scheme, const std::string& preset, 
     }
   }
   r.final_accuracy = r.learn.rows.empty() ? 0.0 : r.learn.rows.back().accuracy;
+  const ScheduleMetrics m = schedule_metrics(s);
+  r.idle_fraction = m.idle_fraction;
+  r.staleness_mean = m.staleness_mean;
+  r.staleness_max = m.staleness_max;
   return r;
+}
+
+ScheduleMetrics schedule_metrics(const Schedule& s) {
+  ScheduleMetrics m;
+  const double end = s.end_time_s();
+  if (end > 0 && s.num_satellites > 0) {
+    double busy = 0.0;
+    for (const Event& e : s.events)
+      if (e.kind == EventKind::Train && !e.failed) busy += std::max(0.0, std::min(e.end_s, end) - std::min(e.start_s, end));
+    m.idle_fraction = 1.0 - busy / (end * static_cast<double>(s.num_satellites));
+  }
+  double sum = 0.0;
+  std::size_t n = 0;
+  for (const UpdateRecord& u : s.updates) {
+    if (u.staleness.empty()) {  // synchronous: every contribution is fresh
+      n += u.members.size();
+      continue;
+    }
+    for (int t : u.staleness) {
+      sum += t;
+      m.staleness_max = std::max(m.staleness_max, t);
+      ++n;
+    }
+  }
+  m.staleness_mean = n ? sum / static_cast<double>(n) : 0.0;
+  return m;
 }
 
 std::string RunResult::name() const {
@@ -242,6 +304,11 @@ std::string RunResult::name() const {
   if (topk_fraction < 1) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "-top%g", topk_fraction);
+    n += buf;
+  }
+  if (topk_down_fraction < 1) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "-down%g", topk_down_fraction);
     n += buf;
   }
   return n;
@@ -252,15 +319,17 @@ std::string RunResult::summary() const {
   char tt[32] = "none", ut[32] = "none";
   if (time_to_target_s >= 0) std::snprintf(tt, sizeof(tt), "%.1f", time_to_target_s);
   if (rounds_to_target >= 0) std::snprintf(ut, sizeof(ut), "%d", rounds_to_target);
-  char buf[512];
+  char buf[768];
   std::snprintf(buf, sizeof(buf),
-                "scheme=%s preset=%s topk=%g rounds=%d updates=%zu sim_time_s=%.1f round_s=%.2f ps_transfers/round=%.2f "
+                "scheme=%s preset=%s topk=%g topk_down=%g rounds=%d updates=%zu sim_time_s=%.1f round_s=%.2f ps_transfers/round=%.2f "
                 "isl_transfers/round=%.2f final_acc=%.4f time_to_target_s=%s updates_to_target=%s "
-                "comm_messages=%llu comm_MB=%.2f lost=%zu skipped=%zu sim_wall_s=%.2f learn_wall_s=%.2f",
-                scheme.c_str(), preset.c_str(), topk_fraction, rounds, schedule.updates.size(), schedule.end_time_s(), mean_round_s,
+                "comm_messages=%llu comm_MB=%.2f lost=%zu skipped=%zu idle_fraction=%.4f staleness_mean=%.3f "
+                "staleness_max=%d sim_wall_s=%.2f learn_wall_s=%.2f",
+                scheme.c_str(), preset.c_str(), topk_fraction, topk_down_fraction, rounds, schedule.updates.size(), schedule.end_time_s(), mean_round_s,
                 ps_transfers_per_round, isl_transfers_per_round, final_accuracy, tt, ut,
                 static_cast<unsigned long long>(learn.comm_messages), static_cast<double>(learn.comm_bytes_sent) / 1e6,
-                schedule.lost.size(), schedule.skipped.size(), sim_wall_s, learn_wall_s);
+                schedule.lost.size(), schedule.skipped.size(), idle_fraction, staleness_mean, staleness_max, sim_wall_s,
+                learn_wall_s);
   return buf;
 }
 

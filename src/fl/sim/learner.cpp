@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -161,23 +162,43 @@ class RankRunner {
                        " but its " + std::to_string(members.size()) + " clients hold " + std::to_string(expect));
   }
 
+  /// Model transfer from -> to of `x`: the dense floats, or (compressed downloads) the top-k of
+  /// x - M with M what `to` reconstructed from this sender's previous messages (initially the
+  /// initial model, which every actor knows); M takes the sent entries, so what was not sent stays
+  /// in x - M for the next message to `to` (error feedback).
+  std::vector<uint8_t> model_payload(const Event& e, const std::vector<float>& x) {
+    if (s_.download_topk == 0) {
+      std::vector<uint8_t> b(x.size() * sizeof(float));
+      std::memcpy(b.data(), x.data(), b.size());
+      return b;
+    }
+    std::vector<float>& m = mirror(tx_mirror_, e.from, e.to);
+    std::vector<double> acc(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) acc[i] = static_cast<double>(x[i]) - static_cast<double>(m[i]);
+    const SparseAggregate msg = topk_extract(acc, s_.download_topk, 0.0, {});
+    for (std::size_t i = 0; i < msg.positions.size(); ++i) m[msg.positions[i]] += msg.values[i];
+    return msg.to_bytes();
+  }
+
+  std::vector<float>& mirror(std::map<std::pair<int, int>, std::vector<float>>& m, int from, int to) {
+    auto it = m.find({from, to});
+    if (it == m.end()) it = m.emplace(std::make_pair(from, to), fed_.global().params()).first;
+    return it->second;
+  }
+
   std::vector<uint8_t> payload_for_send(const Event& e) {
     if (e.kind == EventKind::Download) {
       ZEN_CHECK_CODE(version_ == e.version, Result::InternalError,
                      "learner: event " + std::to_string(e.id) + " downloads version " + std::to_string(e.version) +
                          " but the server holds version " + std::to_string(version_));
-      std::vector<uint8_t> b(global_.size() * sizeof(float));
-      std::memcpy(b.data(), global_.data(), b.size());
-      return b;
+      return model_payload(e, global_);
     }
     SatState& st = sat(e.from);
     if (e.kind == EventKind::IslModel) {
       ZEN_CHECK_CODE(st.version >= 0, Result::InternalError,
                      "learner: " + actor_name(e.from) + " relays a model it never received (event " +
                          std::to_string(e.id) + ")");
-      std::vector<uint8_t> b(st.model.size() * sizeof(float));
-      std::memcpy(b.data(), st.model.data(), b.size());
-      return b;
+      return model_payload(e, st.model);
     }
     if (s_.topk > 0) return sparse_payload(e, st);
     // IslAggregate / Upload: merge the holdings that make up exactly the scheduled members.
@@ -259,11 +280,23 @@ class RankRunner {
     if (e.kind == EventKind::Download || e.kind == EventKind::IslModel) {
       SatState& st = sat(e.to);
       const std::size_t n = fed_.global().num_params();
-      ZEN_CHECK_CODE(body.size() == n * sizeof(float), Result::InternalError,
-                     "learner: model message of " + std::to_string(body.size()) + " bytes, expected " +
-                         std::to_string(n * sizeof(float)));
-      st.model.resize(n);
-      std::memcpy(st.model.data(), body.data(), body.size());
+      if (s_.download_topk > 0) {  // compressed: the base this receiver keeps for the sender, plus the entries
+        const SparseAggregate d = SparseAggregate::from_bytes(body);
+        ZEN_CHECK_CODE(d.dim == n && d.members.empty() &&
+                           d.positions.size() == std::min<std::size_t>(s_.download_topk, n),
+                       Result::InternalError,
+                       "learner: compressed model message of event " + std::to_string(e.id) + " has dim " +
+                           std::to_string(d.dim) + " and " + std::to_string(d.positions.size()) + " entries");
+        std::vector<float>& base = mirror(rx_base_, e.from, e.to);
+        for (std::size_t i = 0; i < d.positions.size(); ++i) base[d.positions[i]] += d.values[i];
+        st.model = base;
+      } else {
+        ZEN_CHECK_CODE(body.size() == n * sizeof(float), Result::InternalError,
+                       "learner: model message of " + std::to_string(body.size()) + " bytes, expected " +
+                           std::to_string(n * sizeof(float)));
+        st.model.resize(n);
+        std::memcpy(st.model.data(), body.data(), body.size());
+      }
       st.version = e.version;
       return;
     }
@@ -295,6 +328,10 @@ class RankRunner {
       return;
     }
     check_weight(agg.members, agg.weight, e.from);
+    if (s_.scheme == "fedbuff") {  // the client's delta, buffered until an update takes it
+      buffered_[e.from].push_back(agg.finalize());
+      return;
+    }
     if (s_.scheme == "ring-async") incoming_[e.orbit].merge(agg);
     else if (s_.scheme == "fedasync") incoming_[e.from].merge(agg);
     else round_acc_.merge(agg);  // throws when a client would be counted twice
@@ -305,9 +342,20 @@ class RankRunner {
     ZEN_CHECK_CODE(st.version == e.version, Result::InternalError,
                    "learner: " + actor_name(e.from) + " trains from version " + std::to_string(st.version) +
                        ", scheduled " + std::to_string(e.version) + " (event " + std::to_string(e.id) + ")");
-    ClientUpdate u = fed_.local_update(e.from, st.model, e.round);
+    LocalOptions opt;
+    if (e.epochs > 0) opt.epochs = e.epochs;
+    if (s_.prox_mu > 0) opt.prox_mu = s_.prox_mu;
+    ClientUpdate u = fed_.local_update(e.from, st.model, e.round, opt);
     res_.train_wall_s += u.stats.wall_seconds;
     ++res_.trainings;
+    if (s_.scheme == "fedbuff") {  // FedBuff uploads the delta from the model it trained from
+      std::vector<float> delta(u.params.size());
+      for (std::size_t i = 0; i < delta.size(); ++i) delta[i] = u.params[i] - st.model[i];
+      PartialAggregate p;
+      p.add(delta, u.weight, e.from);
+      st.holdings.push_back(std::move(p));
+      return;
+    }
     if (s_.topk > 0) {  // the delta from the model it trained from, weighted
       st.own.resize(u.params.size());
       for (std::size_t i = 0; i < u.params.size(); ++i)
@@ -321,7 +369,24 @@ class RankRunner {
   }
 
   void server_update(const Event& e) {
-    if (s_.scheme == "fedasync") {
+    if (s_.scheme == "fedbuff") {
+      // w <- w + server_lr sum_i s_i delta_i / K over the buffered deltas, in arrival order.
+      ZEN_CHECK_CODE(!e.orbit_weights.empty(), Result::InternalError,
+                     "server: fedbuff update " + std::to_string(e.version) + " has an empty buffer");
+      std::vector<double> sum(global_.size(), 0.0);
+      for (const auto& [client, sw] : e.orbit_weights) {
+        auto it = buffered_.find(client);
+        ZEN_CHECK_CODE(it != buffered_.end() && !it->second.empty(), Result::InternalError,
+                       "server: fedbuff update " + std::to_string(e.version) + " has no delta from satellite " +
+                           std::to_string(client));
+        const std::vector<float>& d = it->second.front();
+        for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += sw * static_cast<double>(d[i]);
+        it->second.pop_front();
+      }
+      const double scale = s_.server_lr / static_cast<double>(e.orbit_weights.size());
+      for (std::size_t i = 0; i < global_.size(); ++i)
+        global_[i] = static_cast<float>(static_cast<double>(global_[i]) + scale * sum[i]);
+    } else if (s_.scheme == "fedasync") {
       // w <- (1 - a_t) w + a_t w_k with the schedule's staleness-weighted a_t.
       ZEN_CHECK_CODE(e.members.size() == 1 && e.mix > 0 && e.mix <= 1, Result::InternalError,
                      "server: fedasync update " + std::to_string(e.version) + " must mix one client with a_t in (0, 1]");
@@ -413,6 +478,10 @@ class RankRunner {
   double sparse_weight_ = 0.0;
   std::vector<int> sparse_members_;
   std::map<int, PartialAggregate> incoming_, latest_;
+  std::map<int, std::deque<std::vector<float>>> buffered_;  ///< fedbuff: deltas per client, arrival order
+  /// Compressed downloads: per (sender, receiver), what the receiver reconstructed so far; the
+  /// sender's copy (tx) and the receiver's (rx) live on their actors' ranks.
+  std::map<std::pair<int, int>, std::vector<float>> tx_mirror_, rx_base_;
   LearnResult res_;
 };
 

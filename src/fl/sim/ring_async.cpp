@@ -72,6 +72,7 @@ Schedule simulate_ring_async(const TimingContext& ctx, int rounds) {
     rec.orbit = p;
     rec.time_s = t_upd;
     rec.members = o.members;
+    rec.staleness = {(u - 1) - b};
     s.updates.push_back(rec);
     update_times.push_back(t_upd);
     s.lost.insert(s.lost.end(), o.lost.begin(), o.lost.end());

@@ -312,6 +312,7 @@ std::vector<int> sorted_union(std::vector<int> a, const std::vector<int>& b) {
 
 OrbitRound ring_orbit_round(const TimingContext& ctx, int plane, double T0, int round, int version,
                             MissTracker& miss) {
+  ctx.check_ring(plane);
   OrbitRound out;
   out.report_s = T0;
   const std::vector<int>& ring = ctx.ring(plane);
@@ -443,6 +444,7 @@ Schedule new_schedule(const TimingContext& ctx, const char* name) {
   s.num_planes = ctx.num_planes();
   s.model_params = ctx.config().model_params;
   s.topk = ctx.config().topk;
+  s.download_topk = ctx.config().download_topk;
   return s;
 }
 

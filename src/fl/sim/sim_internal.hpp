@@ -37,7 +37,9 @@ struct DirectCycle {
   bool skipped = false;             ///< dead before training finished
   bool lost = false;                ///< died holding its trained update
 };
-DirectCycle direct_cycle(const TimingContext& ctx, int k, double T0, int round, int version, MissTracker& miss);
+/// fedprox = true: the client trains with FedProx's epoch rule (timing.hpp, simulate_fedprox).
+DirectCycle direct_cycle(const TimingContext& ctx, int k, double T0, int round, int version, MissTracker& miss,
+                         bool fedprox = false);
 
 /// An empty schedule of scheme `name` for the context (satellites, planes, model size, top-k).
 Schedule new_schedule(const TimingContext& ctx, const char* name);

@@ -78,23 +78,29 @@ TimingContext::TimingContext(const orbit::Scenario& sc, const orbit::ContactPlan
   ZEN_ENFORCE(cfg_.train_s_per_sat.empty() || static_cast<int>(cfg_.train_s_per_sat.size()) == K,
               "timing: train_s_per_sat has " + std::to_string(cfg_.train_s_per_sat.size()) + " entries for " +
                   std::to_string(K) + " satellites");
-  model_bytes_ = model_message_bytes(cfg_.model_params);
+  ZEN_ENFORCE(cfg_.epochs >= 1, "timing: epochs must be >= 1, got " + std::to_string(cfg_.epochs));
+  ZEN_ENFORCE(cfg_.clients_per_round >= 0,
+              "timing: clients per round must be >= 0 (0: all), got " + std::to_string(cfg_.clients_per_round));
+  model_bytes_ = model_message_bytes(cfg_.model_params, cfg_.download_topk);
   rings_.resize(static_cast<std::size_t>(sc_.planes));
   ring_uniform_.assign(static_cast<std::size_t>(sc_.planes), 0);
+  ring_error_.assign(static_cast<std::size_t>(sc_.planes), std::string());
   for (int p = 0; p < sc_.planes; ++p) {
     rings_[static_cast<std::size_t>(p)] = sc_.plane_members(p);
     const orbit::RingInfo ri = orbit::ring_info(sc_, p);
     // A uniform ring keeps its chords for ever: check once. Any other ring is checked per transfer
     // (link_alive), where a blocked hop is handled like a cut link.
     ring_uniform_[static_cast<std::size_t>(p)] = ri.uniform ? 1 : 0;
-    ZEN_ENFORCE(!ri.uniform || ri.sats < 2 || ri.feasible,
-                "timing: the ISL ring of plane " + std::to_string(p) + " is blocked by the Earth (chord clearance " +
-                    std::to_string(ri.chord_clearance_m / 1e3) + " km)");
-    ZEN_ENFORCE(!ri.uniform || ri.sats < 2 || orbit::rate_bps(cfg_.isl_link, ri.neighbour_distance_m) > 0,
-                "timing: the ISL link budget '" + cfg_.isl_link.name + "' carries nothing over plane " +
-                    std::to_string(p) + "'s " + std::to_string(ri.neighbour_distance_m / 1e3) + " km chord (SNR " +
-                    std::to_string(orbit::to_db(orbit::snr(cfg_.isl_link, ri.neighbour_distance_m))) +
-                    " dB below its minimum)");
+    // Only the ring schemes use the ISLs: they refuse such a ring (check_ring), the others run.
+    if (ri.uniform && ri.sats >= 2 && !ri.feasible)
+      ring_error_[static_cast<std::size_t>(p)] =
+          "timing: the ISL ring of plane " + std::to_string(p) + " is blocked by the Earth (chord clearance " +
+          std::to_string(ri.chord_clearance_m / 1e3) + " km)";
+    else if (ri.uniform && ri.sats >= 2 && orbit::rate_bps(cfg_.isl_link, ri.neighbour_distance_m) <= 0)
+      ring_error_[static_cast<std::size_t>(p)] =
+          "timing: the ISL link budget '" + cfg_.isl_link.name + "' carries nothing over plane " + std::to_string(p) +
+          "'s " + std::to_string(ri.neighbour_distance_m / 1e3) + " km chord (SNR " +
+          std::to_string(orbit::to_db(orbit::snr(cfg_.isl_link, ri.neighbour_distance_m))) + " dB below its minimum)";
   }
   node_fail_.assign(static_cast<std::size_t>(K), kInf);
   for (const Fault& f : cfg_.faults) {
@@ -153,6 +159,29 @@ void TimingConfig::set_links(const std::string& preset, const orbit::Scenario& s
     return;
   }
   isl_link = server_link = orbit::LinkPreset::named(preset);
+}
+
+void TimingContext::check_ring(int plane) const {
+  const std::string& e = ring_error_.at(static_cast<std::size_t>(plane));
+  ZEN_ENFORCE(e.empty(), e);
+}
+
+double TimingContext::epoch_time(int sat) const { return train_time(sat) / cfg_.epochs; }
+
+std::vector<int> TimingContext::first_in_contact(const std::vector<int>& idle, double t) const {
+  const std::size_t C = cfg_.clients_per_round > 0 ? static_cast<std::size_t>(cfg_.clients_per_round) : idle.size();
+  if (C >= idle.size()) return idle;
+  std::vector<orbit::Contact> c;
+  for (int k : idle)
+    if (auto x = try_contact(k, t, model_bytes_)) c.push_back(*x);
+  if (c.size() < C)
+    throw HorizonExceeded("timing: only " + std::to_string(c.size()) + " of the " + std::to_string(C) +
+                          " clients to select reach the server after t = " + std::to_string(t) + " s within the horizon");
+  std::partial_sort(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(C), c.end(), orbit::efc_before);
+  std::vector<int> out;
+  for (std::size_t i = 0; i < C; ++i) out.push_back(c[i].sat);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 double TimingContext::train_time(int sat) const {
@@ -220,7 +249,9 @@ bool MissTracker::misses(int sat, double start_s) {
   return false;
 }
 
-std::vector<std::string> scheme_names() { return {"baseline", "baseline-deadline", "fedasync", "ring", "ring-async"}; }
+std::vector<std::string> scheme_names() {
+  return {"baseline", "baseline-deadline", "fedasync", "fedprox", "fedbuff", "ring", "ring-async"};
+}
 
 Schedule simulate(const std::string& scheme, const TimingContext& ctx, int rounds) {
   if (scheme == "baseline") return simulate_baseline(ctx, rounds);
@@ -228,6 +259,8 @@ Schedule simulate(const std::string& scheme, const TimingContext& ctx, int round
   if (scheme == "ring-async") return simulate_ring_async(ctx, rounds);
   if (scheme == "baseline-deadline") return simulate_baseline_deadline(ctx, rounds);
   if (scheme == "fedasync") return simulate_fedasync(ctx, rounds);
+  if (scheme == "fedprox") return simulate_fedprox(ctx, rounds);
+  if (scheme == "fedbuff") return simulate_fedbuff(ctx, rounds);
   std::string all;
   for (const auto& n : scheme_names()) all += (all.empty() ? "" : ", ") + n;
   ZEN_THROW(Result::InvalidArgument, "unknown scheme '" + scheme + "' (" + all + ")");

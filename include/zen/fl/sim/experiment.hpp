@@ -50,6 +50,28 @@ struct ExperimentConfig {
   /// Compressed updates: the fraction of the parameters every partial aggregate carries (top-k of
   /// the model delta with error feedback, SparseAggregate); 1 = dense means. Sync schemes only.
   double topk = 1.0;
+  /// Compressed downloads: the fraction of the parameters every model transfer (download, ring
+  /// scatter) carries (top-k of the difference to what the receiver holds, error feedback); 1 = dense.
+  double topk_down = 1.0;
+  /// Client selection without ISLs (TimingConfig::clients_per_round): the first C idle satellites in
+  /// contact per synchronous round, fedbuff's concurrency; 0 = all.
+  int clients_per_round = 0;
+  double prox_mu = 0.01;          ///< fedprox: proximal term mu
+  int prox_max_epochs = 5;        ///< fedprox: most local epochs a client runs before its next contact
+  int buffer_size = 10;           ///< fedbuff: deltas per server update (clamped to the concurrency)
+  double server_lr = 1.0;         ///< fedbuff: server step
+  /// > 0: every satellite holds this many training samples (the first K x n of the set, split as
+  /// `split` says); 0: the whole (limited) training set is split.
+  std::size_t samples_per_satellite = 0;
+  /// Data sets already loaded (shared by many experiments, e.g. a sweep); when set, data_dir,
+  /// train_limit and test_limit are not used to load them.
+  std::shared_ptr<const Dataset> train_data, test_data;
+  /// Contact plans from the caller (e.g. a sweep sharing the windows of one constellation between
+  /// its ground-station subsets): a plan for this experiment's scenario covering at least the given
+  /// horizon. Empty: the experiment predicts its own.
+  std::function<std::shared_ptr<const orbit::ContactPlan>(const orbit::Scenario&, double min_horizon_s)> plan_source;
+  /// Prebuilt scenario (overrides scenario / scenario_file / tle_file / servers when set).
+  std::shared_ptr<const orbit::Scenario> scenario_object;
   double initial_days = 1.0;      ///< first prediction horizon (doubled until the schedule fits)
   LearnRunner learn;              ///< runs the learner (required): on_communicator(comm), loopback_runner(ranks), ...
   std::function<void(const std::string&)> on_phase;  ///< progress: called as each phase of a run starts (optional)
@@ -63,6 +85,7 @@ struct RunResult {
   std::string scheme;
   std::string preset;
   double topk_fraction = 1.0;
+  double topk_down_fraction = 1.0;
   Schedule schedule;
   LearnResult learn;
   double horizon_s = 0.0;
@@ -74,9 +97,14 @@ struct RunResult {
   double time_to_target_s = -1.0;   ///< -1: not reached
   int rounds_to_target = -1;
   double final_accuracy = 0.0;
+  /// Fraction of satellite-time in [0, last update] not spent training (all K satellites).
+  double idle_fraction = 0.0;
+  /// Staleness of the contributions to the global updates (async schemes; 0 for synchronous ones).
+  double staleness_mean = 0.0;
+  int staleness_max = 0;
   double sim_wall_s = 0.0, learn_wall_s = 0.0;
   std::string summary() const;
-  /// "<scheme>-<preset>[-top<fraction>]": the CSV's base name and the plot's label.
+  /// "<scheme>-<preset>[-top<fraction>][-down<fraction>]": the CSV's base name and the plot's label.
   std::string name() const;
 };
 
@@ -104,6 +132,8 @@ class Experiment {
   RunResult run(const std::string& scheme, const std::string& preset);
   /// Same with compressed updates carrying this fraction of the parameters (1: dense).
   RunResult run(const std::string& scheme, const std::string& preset, double topk_fraction);
+  /// Same with compressed downloads carrying topk_down_fraction of the parameters (1: dense).
+  RunResult run(const std::string& scheme, const std::string& preset, double topk_fraction, double topk_down_fraction);
   /// Entries per compressed aggregate for a fraction (0 for 1: dense means).
   std::size_t topk_entries(double fraction) const;
   /// Training times of the compute model (timing.hpp) at `gflops` with this experiment's shards,
@@ -116,17 +146,27 @@ class Experiment {
 
  private:
   const orbit::ContactPlan& plan_for(double min_horizon);
+  std::size_t entries(double fraction, const char* what) const;
   Schedule schedule_with(TimingConfig tc, const std::string& scheme, const std::string& preset, int rounds,
                          double* horizon_s);
 
   ExperimentConfig cfg_;
   orbit::Scenario sc_;
-  Dataset train_, test_;
+  std::shared_ptr<const Dataset> train_, test_;
   std::unique_ptr<Federation> fed_;
   TimingConfig timing_;
-  std::unique_ptr<orbit::ContactPlan> plan_;
+  std::shared_ptr<const orbit::ContactPlan> plan_;
   double load_wall_s_ = 0.0;
 };
+
+/// Idle fraction and staleness of a schedule (RunResult's metrics): satellite-time not training in
+/// [0, last update] over K x that span; mean and largest staleness of the contributions.
+struct ScheduleMetrics {
+  double idle_fraction = 0.0;
+  double staleness_mean = 0.0;
+  int staleness_max = 0;
+};
+ScheduleMetrics schedule_metrics(const Schedule& s);
 
 /// CSV: time_s,round,accuracy,loss,ps_transfers,ps_bits,isl_transfers,isl_bits (one row per global update,
 /// the first row the initial model; transfers counted since the previous row).

@@ -31,12 +31,14 @@ struct Event {
   int round = 0;         ///< sync: round (1-based); async: the orbit's iteration (1-based)
   int orbit = -1;        ///< plane of the satellites involved (-1: several / none)
   int version = 0;       ///< model version carried / trained from; ServerUpdate: the new version
+  int epochs = 0;        ///< Train: local epochs (0: the federation's); fedprox varies them
   bool failed = false;   ///< an attempt that did not deliver (missed window, failed link/node): no data moves
   uint64_t bytes = 0;    ///< transfers: bytes of the message on the link, header included (wire.hpp)
   std::vector<int> members;  ///< IslAggregate / Upload: clients inside; ServerUpdate: clients of the update
   /// ServerUpdate of fedasync only: the mixing weight a_t of w <- (1 - a_t) w + a_t w_k.
   double mix = 0.0;
-  /// ServerUpdate of ring-async only: (orbit, staleness weight s_p) of every orbit pair in the mean.
+  /// ServerUpdate of ring-async: (orbit, staleness weight s_p) of every orbit pair in the mean;
+  /// of fedbuff: (client, staleness weight s_i) of every buffered delta, in arrival order.
   std::vector<std::pair<int, double>> orbit_weights;
 
   bool is_transfer() const noexcept {
@@ -58,14 +60,20 @@ struct UpdateRecord {
   double ps_bits = 0.0;  ///< bits delivered through the server links since the previous update
   double isl_bits = 0.0; ///< bits delivered over ISLs since the previous update
   std::vector<int> members;  ///< clients whose fresh updates entered this global update
+  /// Staleness tau of every contribution (async schemes: updates since the version it trained
+  /// from); empty for the synchronous schemes (all 0).
+  std::vector<int> staleness;
 };
 
 struct Schedule {
-  std::string scheme;           ///< baseline | baseline-deadline | fedasync | ring | ring-async
+  std::string scheme;           ///< baseline | baseline-deadline | fedasync | fedprox | fedbuff | ring | ring-async
   int num_satellites = 0;
   int num_planes = 0;
   std::size_t model_params = 0;  ///< parameters of the model the transfers carry
   std::size_t topk = 0;          ///< 0: dense aggregates; else entries per compressed aggregate
+  std::size_t download_topk = 0; ///< 0: dense model transfers; else entries per compressed model transfer
+  float prox_mu = 0.0f;          ///< fedprox: the clients' proximal term
+  double server_lr = 1.0;        ///< fedbuff: the server's step
   std::vector<Event> events;    ///< sorted by (start_s, id); ids are indices
   std::vector<UpdateRecord> updates;
   std::vector<int> lost;        ///< clients whose trained update was lost with a failed node, per occurrence

@@ -53,7 +53,13 @@ struct TimingConfig {
   /// carries exactly min(k, params) entries of the model delta (SparseAggregate, error feedback
   /// at each sender); synchronous schemes only.
   std::size_t topk = 0;
+  /// 0: downloads and ring scatters carry the dense float32 model. k > 0: compressed downloads,
+  /// every model transfer carries exactly min(k, params) entries of the difference between the
+  /// sender's model and what the receiver reconstructed from that sender's previous message (top-k
+  /// with error feedback, wire.hpp); any scheme.
+  std::size_t download_topk = 0;
   double train_s = 60.0;              ///< on-board training time per round (all satellites)
+  int epochs = 1;                     ///< local epochs that train_s (or train_s_per_sat) covers
   std::vector<double> train_s_per_sat;  ///< overrides train_s when non-empty (size K)
   double ps_agg_s = 0.15e-3;          ///< server aggregation time
   double isl_agg_s = 10e-6;           ///< partial aggregation on a satellite
@@ -61,6 +67,19 @@ struct TimingConfig {
   double staleness_exponent = 0.5;    ///< ring-async and fedasync: s = (1 + tau)^-a
   double fedasync_mixing = 0.5;       ///< fedasync: alpha of a_t = alpha s(tau)
   double round_deadline_s = 1200.0;   ///< baseline-deadline: uploads must complete by T0 + this
+  /// Client selection of the schemes without ISLs, as FLySTacK space-ifies them (Kim, Svoboda, Lane,
+  /// arXiv 2511.14889): a synchronous round (baseline, baseline-deadline, fedprox) takes the first
+  /// C idle satellites in contact (the C earliest download completions after the round start, EFC
+  /// order) and waits for all of them; fedbuff keeps at most C satellites training at once. 0: all.
+  int clients_per_round = 0;
+  double prox_mu = 0.01;              ///< fedprox: proximal term mu of the local objective
+  /// fedprox: a client trains as many whole epochs as fit before its next contact (the next pass
+  /// after the one it downloaded in), at least 1 and at most this many.
+  int prox_max_epochs = 5;
+  /// fedbuff: the server applies an update after this many buffered client deltas (clamped to the
+  /// number of satellites that may train at once), w <- w + server_lr sum_i s(tau_i) delta_i / K.
+  int buffer_size = 10;
+  double server_lr = 1.0;             ///< fedbuff: the server's step on the buffered mean
   std::vector<Fault> faults;
 };
 
@@ -94,12 +113,21 @@ class TimingContext {
   int num_planes() const noexcept { return sc_.planes; }
   /// Members of a plane in ring (slot) order.
   const std::vector<int>& ring(int plane) const { return rings_.at(static_cast<std::size_t>(plane)); }
+  /// Throws zen::Error when the plane's uniform ring cannot carry ISL traffic (its chord is blocked by
+  /// the Earth, or the ISL link budget gives no rate over it); the ring schemes call it.
+  void check_ring(int plane) const;
 
   const orbit::Geometry& geometry() const noexcept { return geo_; }
   /// Bytes on the link of a model / of a partial aggregate of `members` clients (wire.hpp): what
   /// every transfer is charged and what the learner sends.
   uint64_t model_bytes() const noexcept { return model_bytes_; }
   uint64_t aggregate_bytes(std::size_t members) const;
+  /// Train time of `sat` for `epochs` local epochs (train_time(sat) covers config().epochs).
+  double epoch_time(int sat) const;
+  /// The first C idle satellites in contact after t (C = clients_per_round, 0: all of `idle`):
+  /// the C earliest download completions in EFC order; satellites without a contact before the
+  /// horizon are left out (HorizonExceeded when fewer than C remain).
+  std::vector<int> first_in_contact(const std::vector<int>& idle, double t) const;
   /// ISL transfer of `bytes` from satellite a to b starting at t: bits / R(d) + d / c at their
   /// distance at t (constant in time on a uniform ring).
   double isl_time(int a, int b, double t, uint64_t bytes) const;
@@ -130,6 +158,7 @@ class TimingContext {
   uint64_t model_bytes_ = 0;
   std::vector<std::vector<int>> rings_;
   std::vector<char> ring_uniform_;  ///< per plane: ISL distance and line of sight constant in time
+  std::vector<std::string> ring_error_;  ///< per plane: why its uniform ring cannot be used ("" = usable)
   std::vector<double> node_fail_;  ///< failure time per satellite (+inf: never)
 };
 
@@ -146,8 +175,19 @@ class MissTracker {
 
 // ---- the schemes (one file each) ----
 
-/// Synchronous FedAvg without ISLs (orbit-fl.md §5): 2K server transfers per round.
+/// Synchronous FedAvg without ISLs (orbit-fl.md §5): 2K server transfers per round (2C with
+/// clients_per_round = C: the first C idle satellites in contact).
 Schedule simulate_baseline(const TimingContext& ctx, int rounds);
+/// FedProx space-ified (Li et al., arXiv 1812.06127; Kim et al., arXiv 2511.14889): the baseline's
+/// synchronous rounds and client selection; every client trains with the proximal term prox_mu for
+/// as many epochs as fit before its next contact (1 .. prox_max_epochs, Event::epochs).
+Schedule simulate_fedprox(const TimingContext& ctx, int rounds);
+/// FedBuff space-ified (Nguyen et al., arXiv 2106.06639; Kim et al., arXiv 2511.14889): satellites
+/// cycle download-train-upload; at most clients_per_round train at once (a freed slot goes to the
+/// first idle satellite in contact); the server buffers the uploaded deltas and applies
+/// w <- w + server_lr sum_i s(tau_i) delta_i / K after every K = buffer_size of them,
+/// s(tau) = (1 + tau)^-staleness_exponent. rounds = global updates.
+Schedule simulate_fedbuff(const TimingContext& ctx, int rounds);
 /// Synchronous FedAvg without ISLs with a round deadline: satellites whose upload cannot complete
 /// by T0 + round_deadline_s sit the round out (stragglers dropped; the contact plan tells them in
 /// advance); the round closes at the last upload that makes it.
@@ -161,7 +201,7 @@ Schedule simulate_ring(const TimingContext& ctx, int rounds);
 /// Asynchronous ring: every orbit loops on its own; the server updates on every orbit report,
 /// staleness-weighted. rounds * P global updates.
 Schedule simulate_ring_async(const TimingContext& ctx, int rounds);
-/// Dispatch by name: baseline | baseline-deadline | fedasync | ring | ring-async.
+/// Dispatch by name: baseline | baseline-deadline | fedasync | fedprox | fedbuff | ring | ring-async.
 Schedule simulate(const std::string& scheme, const TimingContext& ctx, int rounds);
 std::vector<std::string> scheme_names();
 

@@ -21,9 +21,12 @@ struct TransferHeader {
 };
 static_assert(sizeof(TransferHeader) == 32, "the wire header is 32 bytes");
 
-/// Message carrying a model of `params` float32 parameters.
-inline std::size_t model_message_bytes(std::size_t params) noexcept {
-  return sizeof(TransferHeader) + params * sizeof(float);
+/// Message carrying a model of `params` float32 parameters (topk == 0), or a compressed model
+/// transfer: exactly min(topk, params) entries of the difference to what the receiver holds from
+/// this sender, as a SparseAggregate without members (weight 0).
+inline std::size_t model_message_bytes(std::size_t params, std::size_t topk = 0) {
+  if (topk == 0) return sizeof(TransferHeader) + params * sizeof(float);
+  return sizeof(TransferHeader) + SparseAggregate::wire_bytes(params, topk < params ? topk : params, 0);
 }
 /// Message carrying a partial aggregate of `members` clients over `params` parameters: the dense
 /// mean (topk == 0) or a compressed delta of exactly min(topk, params) entries.
