@@ -266,6 +266,20 @@ def nonblocking(ctx):
         q3 = p.start(idx, vals.astype(np.float32), dense=True)
         assert np.array_equal(q3.wait(), dense)
         assert p.report().scheme == "balanced"
+        # start() returns before the call completes: rank 0 joins late, the others' start() is back
+        # at once and test() says the call is still running until rank 0 has joined.
+        if ctx.n > 1:
+            late = 0.6
+            ctx.barrier()
+            if ctx.rank == 0:
+                time.sleep(late)
+            t0 = time.perf_counter()
+            q = p.start(idx, vals.astype(np.float32), dense=True)
+            back, running = time.perf_counter() - t0, not q.test()
+            got = q.wait()
+            if ctx.rank != 0:
+                assert back < late / 3 and running, f"start() took {back:.3f} s, running afterwards: {running}"
+            assert np.array_equal(got, dense)
         p.close()
 
 

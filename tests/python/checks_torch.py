@@ -304,6 +304,39 @@ def plan_cache_reuse(ctx):
     dist.destroy_process_group(g)
 
 
+def scheme_per_group_option_and_env(ctx):
+    """The scheme a group's sparse allreduces run: Options(scheme=...), else ZEN_SCHEME, else auto;
+    allreduce_sparse_(scheme=...) per call. Checked in the plans' reports (what actually ran)."""
+    _init(ctx)
+    n = ctx.n
+    for s in ("balanced", "allgather"):
+        t = _sparse_input(ctx.rank, (31, 3), "dup")
+        dist.all_reduce(t, group=_groups[s])
+        assert zt.last_report((31, 3), group=_groups[s]).scheme == s
+    old = os.environ.get("ZEN_SCHEME")
+    os.environ["ZEN_SCHEME"] = "sparse_ps"
+    try:
+        g = fresh(ctx)
+        g2 = fresh(ctx, scheme="allgather")  # the option wins over the environment
+    finally:
+        if old is None:
+            del os.environ["ZEN_SCHEME"]
+        else:
+            os.environ["ZEN_SCHEME"] = old
+    assert zt.group_of(g).scheme == "sparse_ps" and zt.group_of(g2).scheme == "allgather"
+    for grp, s in ((g, "sparse_ps"), (g2, "allgather")):
+        t = _sparse_input(ctx.rank, (31, 3), "dup")
+        dist.all_reduce(t, group=grp)
+        assert zt.last_report((31, 3), group=grp).scheme == s
+        assert torch.equal(t.to_dense(), _dense_sum(n, (31, 3), ["dup"] * n, torch.float32).float())
+    t = _sparse_input(ctx.rank, (31, 3), "dup")
+    zt.allreduce_sparse_(t, group=g, scheme="balanced")
+    assert zt.last_report((31, 3), group=g, scheme="balanced").scheme == "balanced"
+    assert zt.group_of(g).stats.plans_created == 2
+    dist.destroy_process_group(g)
+    dist.destroy_process_group(g2)
+
+
 def mismatched_shapes_same_error_everywhere(ctx):
     if ctx.n == 1:
         raise Skip("needs two ranks")
@@ -434,5 +467,5 @@ def ranks_checked_against_mpi(ctx):
 
 CHECKS = [(f.__name__, f) for f in (
     init_and_basics, ddp_parity_exact, ddp_parity_word2vec, sparse_all_reduce, dense_collectives, plan_cache_reuse,
-    mismatched_shapes_same_error_everywhere, unsupported_ops_and_devices, error_in_ddp_backward_reaches_every_rank,
-    ranks_checked_against_mpi)]
+    scheme_per_group_option_and_env, mismatched_shapes_same_error_everywhere, unsupported_ops_and_devices,
+    error_in_ddp_backward_reaches_every_rank, ranks_checked_against_mpi)]
