@@ -18,9 +18,9 @@ status=0
 rm -f build-asan/junit-loopback.xml build-asan/junit-mpi.xml
 # Everything but the MPI tests, with leak checking.
 ASAN_OPTIONS="detect_leaks=1:$asan" ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900 \
-  --output-junit junit-loopback.xml -LE "slow|fuzz|gpu|mpi" || status=1
+  --output-junit junit-loopback.xml -LE "slow|fuzz|gpu|mpi|python" || status=1
 # MPI tests without leak checking: Open MPI's plugins leak at finalize from unloaded (unsymbolizable)
 # modules; zen's own code is leak-checked by the loopback runs above.
 ASAN_OPTIONS="detect_leaks=0:$asan" ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900 \
-  --output-junit junit-mpi.xml -L mpi -LE "slow|fuzz|gpu" || status=1
+  --output-junit junit-mpi.xml -L mpi -LE "slow|fuzz|gpu|python" || status=1
 exit $status
