@@ -11,21 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capi_check.h"
 #include "zen/zen.h"
 
 #define MAXN 8
 #define CNT 37 /* elements per allreduce: not divisible by 2..8 */
 
-static int failures = 0;
-#define CHECK(cond, ...)                                          \
-  do {                                                            \
-    if (!(cond)) {                                                \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
-      fprintf(stderr, __VA_ARGS__);                               \
-      fprintf(stderr, " [%s]\n", zenGetLastError());              \
-      __atomic_add_fetch(&failures, 1, __ATOMIC_SEQ_CST);         \
-    }                                                             \
-  } while (0)
 
 /* 16-bit encodings of small integers (|v| <= 2048: exact in both formats). */
 static uint16_t bf16_of(float v) {
@@ -302,6 +293,6 @@ int main(void) {
       run_n(n, run_bad);
     }
   }
-  printf("%s: %d failures (n = 1..%d)\n", failures ? "FAIL" : "OK", failures, MAXN);
-  return failures != 0;
+  printf("%s: %d failures (n = 1..%d)\n", capi_failures ? "FAIL" : "OK", capi_failures, MAXN);
+  return capi_failures != 0;
 }

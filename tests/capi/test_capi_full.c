@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "capi_check.h"
 #include "zen/zen.h"
 
 #define R 103 /* rows: not divisible by 2..8 */
@@ -21,16 +22,6 @@
 #define MAXN 8
 #define NNZ 4
 
-static int failures = 0;
-#define CHECK(cond, ...)                                          \
-  do {                                                            \
-    if (!(cond)) {                                                \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
-      fprintf(stderr, __VA_ARGS__);                               \
-      fprintf(stderr, " [%s]\n", zenGetLastError());              \
-      __atomic_add_fetch(&failures, 1, __ATOMIC_SEQ_CST);         \
-    }                                                             \
-  } while (0)
 
 /* Rank r's input: rows 0, R-1, (5r+2) mod R and a duplicate of row 0 (summed). */
 static void input(int r, int64_t idx[NNZ], float val[NNZ * D]) {
@@ -394,7 +385,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "FAIL: no variant of scheme '%s'\n", only);
     return 1;
   }
-  printf("%s: %d failures (%d variant runs, n = 1..%d%s%s)\n", failures ? "FAIL" : "OK", failures, ran, MAXN,
+  printf("%s: %d failures (%d variant runs, n = 1..%d%s%s)\n", capi_failures ? "FAIL" : "OK", capi_failures, ran, MAXN,
          only ? ", only " : "", only ? only : "");
-  return failures != 0;
+  return capi_failures != 0;
 }
