@@ -288,6 +288,14 @@ zenResult_t zenCommSetTimeout(zenComm_t comm, int ms) {
     comm->comm->set_timeout(std::chrono::milliseconds(ms));
   });
 }
+zenResult_t zenCommSetCallOrder(zenComm_t comm, zenCallOrder_t order) {
+  return guard([&] {
+    ZEN_C_NOT_NULL(comm);
+    ZEN_ENFORCE(order == zenCallOrderSubmitted || order == zenCallOrderAgreed,
+                "zenCommSetCallOrder: unknown order " + std::to_string(static_cast<int>(order)));
+    comm->comm->set_call_order(order == zenCallOrderAgreed ? zen::CallOrder::Agreed : zen::CallOrder::Submitted);
+  });
+}
 zenResult_t zenCommTraffic(zenComm_t comm, uint64_t* sent, uint64_t* recv) {
   return guard([&] {
     ZEN_C_NOT_NULL(comm);
@@ -611,9 +619,8 @@ zenResult_t zenSparseAllreduceLastScheme(zenSparseAllreduce_t op, const char** s
 zenResult_t zenSparseAllreduceDestroy(zenSparseAllreduce_t op) {
   return guard([&] {
     if (!op) return;
-    // Pending non-blocking calls (of this plan or earlier ones on the communicator) finish first.
-    zen::Communicator& c = *op->comm;
-    if (c.progress_busy()) zen::detail::wait_state(*c.progress().submit([] {}));
+    // This plan's pending non-blocking calls finish first (they write op->result).
+    if (op->op) op->op->wait_pending();
 #ifdef ZEN_HAVE_CUDA
     if (op->dev) op->dev->synchronize();
     if (op->devh) op->devh->synchronize();

@@ -369,15 +369,19 @@ NodeComms split_nodes(Communicator& world, int node_size) {
 std::unique_ptr<SparseAllreduce> make_hierarchical(Communicator& world, const TensorSpec& spec, const SchemeOptions& opt,
                                                    const HierarchicalOptions& hopt) {
   NodeComms c = split_nodes(world, hopt.node_size);
-  Communicator& intra = *c.intra;
-  Communicator& inter = *c.inter;
-  return std::make_unique<Hierarchical>(world, intra, inter, spec, opt, hopt.inter_scheme, std::move(c));
+  return detail::setup_in_order(world, [&]() -> std::unique_ptr<SparseAllreduce> {
+    Communicator& intra = *c.intra;
+    Communicator& inter = *c.inter;
+    return std::make_unique<Hierarchical>(world, intra, inter, spec, opt, hopt.inter_scheme, std::move(c));
+  });
 }
 
 std::unique_ptr<SparseAllreduce> make_hierarchical(Communicator& world, Communicator& intra, Communicator& inter,
                                                    const TensorSpec& spec, const SchemeOptions& opt,
                                                    const std::string& inter_scheme) {
-  return std::make_unique<Hierarchical>(world, intra, inter, spec, opt, inter_scheme, NodeComms{});
+  return detail::setup_in_order(world, [&]() -> std::unique_ptr<SparseAllreduce> {
+    return std::make_unique<Hierarchical>(world, intra, inter, spec, opt, inter_scheme, NodeComms{});
+  });
 }
 
 }  // namespace zen
