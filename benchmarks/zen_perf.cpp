@@ -70,6 +70,7 @@ struct Config {
   bool explain = false;
   double auto_explore = 4.0, auto_gbps = 25.0, auto_alpha_us = 20.0;
   int auto_every = 500;
+  int auto_settle = 1;  // 1: auto's first decision (statistics, exploration) is finished before timing
   std::string node_size = "host";  // hier_<scheme>: "host" (MPI shared-memory split) or ranks per node
   int64_t timeout_ms = 600000;
 };
@@ -326,6 +327,8 @@ struct Row {
   std::vector<PhaseReport> phases;  // rank 0: bytes of the last call, seconds averaged over the timed calls
   std::vector<std::string> decisions;            // auto (rank 0): every distinct explanation, in order
   std::vector<std::pair<std::string, uint64_t>> ran;  // auto (rank 0): timed calls per scheme that ran
+  uint64_t decision_calls = 0, decision_timed = 0;    // auto: its decision calls, and how many of them were timed
+  double decision_s = 0;                              // auto: their slowest-rank seconds in all
 };
 
 double median(std::vector<double> v) {
@@ -610,6 +613,12 @@ struct Runner {
   std::vector<double> phase_sum;
   std::vector<std::string> decisions;                 // auto: distinct explanations, in order
   std::vector<std::pair<std::string, uint64_t>> ran;  // auto: timed calls per scheme that ran
+  // auto's decision calls (src/schemes/auto.cpp): the call that gathers the statistics (phase
+  // auto_stats) and, when the model cannot separate the close candidates, every call up to the one
+  // that ends their measurement. Counted apart from the steady state, warm-up and timed calls alike.
+  bool deciding = false;  // the last call left auto exploring: the next one is a decision call too
+  uint64_t decision_calls = 0, decision_timed = 0;
+  double decision_s = 0;
 
   bool dense_result(bool dense_out) const { return dense_out || dense_only; }
   void call(const SparseView& in, bool dense_out) {
@@ -658,6 +667,22 @@ struct Runner {
     for (size_t i = 0; i < phases.size() && i < phase_sum.size(); ++i) phase_sum[i] += rep.phases[i].seconds;
     ++calls;
     for (size_t i = 0; i < phases.size(); ++i) phases[i].seconds = phase_sum[i] / static_cast<double>(calls);
+  }
+  /// After every call (dt: its slowest-rank seconds): count it if it was one of auto's decision
+  /// calls. Returns whether auto is still deciding. The same on every rank: auto's state is a
+  /// function of allgathered numbers only. A fixed scheme never decides.
+  bool note_decision(double dt, bool timed) {
+    if (!plan) return false;
+    const SyncReport& rep = plan->report();
+    bool stats = false;
+    for (const auto& p : rep.phases) stats = stats || p.name == "auto_stats";
+    if (stats || deciding) {
+      ++decision_calls;
+      decision_s += dt;
+      if (timed) ++decision_timed;
+    }
+    deciding = rep.decision.rfind("auto exploring", 0) == 0;
+    return deciding;
   }
 };
 
@@ -729,22 +754,39 @@ double timed_call(Communicator& comm, Runner& rn, const SparseView& in, bool den
 
 /// Time every runner on the inputs: round k calls every runner once on input k mod T (so the
 /// schemes share the machine's conditions and their ratios are fair); the first `warmup` rounds are
-/// not timed.
+/// not timed. With `settle`, an auto runner still deciding after them (gathering statistics,
+/// measuring its candidates) gets further untimed calls, on the next inputs in turn, until it has
+/// chosen: its timed calls are then its steady state, and its decision calls are counted apart.
 struct Group {
   std::vector<Runner>* runners;
   const std::vector<SparseView>* views;
 };
-void time_runners(Communicator& comm, const std::vector<Group>& groups, bool dense_out, int warmup, int iters) {
-  for (int k = 0; k < warmup + iters; ++k)
+void time_runners(Communicator& comm, const std::vector<Group>& groups, bool dense_out, int warmup, int iters,
+                  bool settle) {
+  constexpr uint64_t kMaxSettleCalls = 1000;  // auto explores at most max_explore x trials calls
+  // Still deciding, or auto not called yet (-w 0: its first call gathers the statistics).
+  auto undecided = [](const Runner& rn) { return rn.deciding || (rn.name == "auto" && rn.decision_calls == 0); };
+  for (int k = 0; k < warmup + iters; ++k) {
+    if (settle && k == warmup)
+      for (const Group& g : groups)
+        for (auto& rn : *g.runners)
+          for (uint64_t extra = 0; undecided(rn); ++extra) {
+            ZEN_ENFORCE(extra < kMaxSettleCalls, "zen_perf: " + rn.name + " still deciding after " +
+                                                     std::to_string(kMaxSettleCalls) + " warm-up calls");
+            const SparseView& in = (*g.views)[static_cast<size_t>(warmup + extra) % g.views->size()];
+            rn.note_decision(timed_call(comm, rn, in, dense_out), false);
+          }
     for (const Group& g : groups) {
       const SparseView& in = (*g.views)[static_cast<size_t>(k) % g.views->size()];
       for (auto& rn : *g.runners) {
         const double dt = timed_call(comm, rn, in, dense_out);
+        rn.note_decision(dt, k >= warmup);
         if (k < warmup) continue;
         rn.times.push_back(dt);
         rn.account();
       }
     }
+  }
 }
 
 struct Aggregates {
@@ -810,6 +852,10 @@ void print_row(const Row& r, const char* type, bool explain) {
     for (const auto& [name, calls] : r.ran) std::printf(" %s x%llu", name.c_str(), static_cast<unsigned long long>(calls));
     std::printf("\n");
   }
+  if (r.decision_calls > 0)
+    std::printf("#   %s decided in %llu calls (%llu of them timed), %.1f ms in all (slowest rank)\n", r.scheme.c_str(),
+                static_cast<unsigned long long>(r.decision_calls), static_cast<unsigned long long>(r.decision_timed),
+                r.decision_s * 1e3);
   if (r.scheme.rfind("hier_", 0) == 0 && !r.phases.empty()) {
     // The hierarchical mode's traffic by where it goes: inside a node (reduce-scatter, allgather) and
     // across nodes (the inter-node scheme), rank 0, last call.
@@ -858,6 +904,9 @@ Row finish_runner(Communicator& comm, Runner& rn, uint64_t N, DType dt, double d
   row.phases = rn.phases;
   row.decisions = rn.decisions;
   row.ran = rn.ran;
+  row.decision_calls = rn.decision_calls;
+  row.decision_timed = rn.decision_timed;
+  row.decision_s = rn.decision_s;
   fill_bw(row, comm.size());
   return row;
 }
@@ -954,7 +1003,7 @@ std::vector<Row> run_bench(Communicator& comm, const Config& cfg) {
     if (root) print_header(cfg, n, comm.backend_name(), 0, true, cfg.iters, static_cast<uint32_t>(runs[0].meta.row_width));
     std::vector<Group> groups;
     for (auto& tr : runs) groups.push_back(Group{&tr.runners, &tr.views});
-    time_runners(comm, groups, dense_out, cfg.warmup, cfg.iters);
+    time_runners(comm, groups, dense_out, cfg.warmup, cfg.iters, cfg.auto_settle != 0);
     for (auto& tr : runs) {
       const trace::TraceMeta& meta = tr.meta;
       const uint64_t N = static_cast<uint64_t>(meta.N);
@@ -1050,7 +1099,7 @@ std::vector<Row> run_bench(Communicator& comm, const Config& cfg) {
     std::vector<int32_t> i32;
     const std::vector<SparseView> views{make_view(mine, N, D, dt, iti, i32)};
     auto runners = make_runners(comm, schemes, TensorSpec{N, D, dt}, opt, dense_out, cfg.schemes == "all", cfg.node_size);
-    time_runners(comm, {Group{&runners, &views}}, dense_out, cfg.warmup, cfg.iters);
+    time_runners(comm, {Group{&runners, &views}}, dense_out, cfg.warmup, cfg.iters, cfg.auto_settle != 0);
     progress.step("size " + std::to_string(size) + " B done");
     progress.finish();
     for (auto& rn : runners) {
@@ -1133,7 +1182,7 @@ void finish(Communicator& comm, const Config& cfg, const std::vector<Row>& rows)
                  {"overlap", cfg.overlap}, {"skew", cfg.skew}, {"dtype", cfg.dtype}, {"row_width", cfg.row_width},
                  {"iters", cfg.iters}, {"warmup", cfg.warmup}, {"check", cfg.check}, {"pull", cfg.pull}, {"push", cfg.push},
                  {"output", cfg.output}, {"seed", cfg.seed}, {"trace", cfg.trace_dir}, {"block_size", cfg.block_size},
-                 {"sparcml_switch", cfg.sparcml_switch}};
+                 {"sparcml_switch", cfg.sparcml_switch}, {"auto_settle", cfg.auto_settle}};
   j["rows"] = json::array();
   for (const auto& r : rows) {
     json x = {{"trace", r.label},     {"size", r.size},       {"count", r.count},         {"scheme", r.scheme},       {"density", r.density},
@@ -1149,6 +1198,8 @@ void finish(Communicator& comm, const Config& cfg, const std::vector<Row>& rows)
       x["ran"] = json::object();
       for (const auto& [name, calls] : r.ran) x["ran"][name] = calls;
     }
+    if (r.decision_calls > 0)
+      x["decision"] = {{"calls", r.decision_calls}, {"timed", r.decision_timed}, {"ms", r.decision_s * 1e3}};
     j["rows"].push_back(x);
   }
   j["summary"] = summary;
@@ -1208,6 +1259,11 @@ int main(int argc, char** argv) {
   app.add_option("--auto-gbps", cfg.auto_gbps, "auto: model bandwidth per rank in Gb/s");
   app.add_option("--auto-alpha-us", cfg.auto_alpha_us, "auto: model latency per message round in microseconds");
   app.add_option("--auto-every", cfg.auto_every, "auto: calls between re-evaluations (0 = never)");
+  app.add_option("--auto-settle", cfg.auto_settle,
+                 "auto: after the warm-up rounds, call it untimed until its first decision (statistics, measuring the "
+                 "candidates) is over, so that its timed calls are its steady state (0: time those calls too); its "
+                 "decision calls are counted apart either way")
+      ->check(CLI::Range(0, 1));
   CLI11_PARSE(app, argc, argv);
 
   try {

@@ -3,7 +3,8 @@
 # (mpi_allreduce, mpi_allgatherv), medians of one zen_perf run each, on
 #  - the Brown-corpus embedding gradient (zen_trace corpus, B = 256, D = 64, row-level), coalesced
 #    and uncoalesced (one row per token occurrence) timed in the same rounds, n = 2 and 4;
-#  - scripts/demo.sh's synthetic sizes (1M..16M bytes, d = 1%, overlap 2, skew 1.1), n = 2 and 4;
+#  - the synthetic sizes of `ZEN_DEMO=sweep scripts/demo.sh` (1M..16M bytes, d = 1%, overlap 2,
+#    skew 1.1), n = 2 and 4;
 # both output forms. Output: one zen_perf table + JSON per run under OUT (default bench-out/).
 #   usage: [ZEN_SCHEMES=a,b,..] scripts/bench_fastpath.sh [OUT] [ITERS]
 set -euo pipefail
