@@ -153,7 +153,15 @@ void SparseAllreduce::run_now(const SparseView& in, SparseTensor& out) {
     out.dense_len = spec_.dense_len;
     out.row_width = spec_.row_width;
     out.dtype = spec_.dtype;
-    execute_checked(in, &out, nullptr);
+    try {
+      execute_checked(in, &out, nullptr);
+    } catch (...) {
+      // A failed call leaves no rows behind (a scheme that writes its result piece by piece, like
+      // dense_native, may have written some); the storage stays the caller's.
+      out.indices.clear();
+      out.values.clear();
+      throw;
+    }
     finish_output(&out, nullptr);
     report_.seconds = detail::seconds_now() - t0;
     report_.result_nnz = out.nnz();
