@@ -29,27 +29,34 @@ if(ZEN_WITH_CUDA STREQUAL "ON" OR ZEN_WITH_CUDA STREQUAL "AUTO")
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     enable_language(CUDA)
+    # CMake 3.25 knows no C++20 dialect flag for nvcc 13 (zen_cuda's kernels are C++20).
+    if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION OR CMAKE_CUDA20_STANDARD_COMPILE_OPTION STREQUAL "")
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
     find_package(CUDAToolkit REQUIRED)
+    # One CUDA runtime per process: the shared libcudart that CUDA::cudart names (CMake would add
+    # cudart_static to every link of a target with CUDA objects besides).
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     set(ZEN_CUDA_ENABLED ON)
   elseif(ZEN_WITH_CUDA STREQUAL "ON")
     message(FATAL_ERROR "zen: ZEN_WITH_CUDA=ON but no CUDA compiler was found (set CMAKE_CUDA_COMPILER)")
   endif()
 endif()
 
-# NCCL lives in the CUDA install, not in Debian.
+# NCCL lives in the CUDA install or in pip's nvidia-nccl wheel, not in Debian (cmake/ZenFindNccl.cmake).
 set(ZEN_NCCL_ENABLED OFF)
-if(ZEN_CUDA_ENABLED AND ZEN_WITH_NCCL)
-  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} $ENV{NCCL_HOME}/include /usr/local/cuda/include)
-  find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} $ENV{NCCL_HOME}/lib /usr/local/cuda/lib64)
-  if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+if(ZEN_CUDA_ENABLED AND NOT ZEN_WITH_NCCL STREQUAL "OFF")
+  include(${CMAKE_CURRENT_LIST_DIR}/ZenFindNccl.cmake)
+  if(ZEN_NCCL_FOUND)
     add_library(zen_nccl_imported INTERFACE)
     target_include_directories(zen_nccl_imported INTERFACE ${NCCL_INCLUDE_DIR})
     target_link_libraries(zen_nccl_imported INTERFACE ${NCCL_LIBRARY})
     add_library(NCCL::nccl ALIAS zen_nccl_imported)
     set(ZEN_NCCL_ENABLED ON)
-  else()
-    message(WARNING "zen: NCCL not found (looked in the CUDA toolkit and NCCL_HOME); NCCL backend disabled")
   endif()
+elseif(ZEN_WITH_NCCL STREQUAL "ON" AND NOT ZEN_CUDA_ENABLED AND NOT ZEN_WITH_CUDA STREQUAL "OFF")
+  message(FATAL_ERROR "zen: ZEN_WITH_NCCL=ON needs CUDA, and no CUDA compiler was found")
 endif()
 
 # LibTorch (Debian libtorch-dev) for the optional adapter zen::torch and examples/train_embedding;

@@ -1,7 +1,7 @@
 # cmake --install: headers, libzen.so and the static libraries, the command-line tools, a CMake
 # package (find_package(zen CONFIG [COMPONENTS mpi fl cuda nccl]) -> zen::zen, ...) and zen.pc.
 include(CMakePackageConfigHelpers)
-set(zen_install_targets zen zen_static zen_capi_static zen_core zen_schemes)
+set(zen_install_targets zen zen_static zen_capi_static zen_core zen_schemes zen_cuda)
 if(ZEN_MPI_ENABLED)
   list(APPEND zen_install_targets zen_mpi)
 endif()
@@ -22,26 +22,14 @@ if(TARGET zen_torch)
     INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   install(EXPORT zenTorchTargets NAMESPACE zen:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/zen)
 endif()
-# Components cuda and nccl: the device path, as built. It is part of the main export set, since
-# libzen.so and libzen.a carry it (the C API reaches it).
-if(TARGET zen_cuda)
-  set(zen_cuda_targets zen_cuda)
-  if(TARGET zen_nccl_imported)
-    list(APPEND zen_cuda_targets zen_nccl_imported)
-  endif()
-  install(TARGETS ${zen_cuda_targets} EXPORT zenTargets
-    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-  set(ZEN_PKG_CUDA ON)
-else()
-  set(ZEN_PKG_CUDA OFF)
+# zen::cuda, the device path, is in the main export set in every build, since libzen.so and libzen.a
+# carry it (the C API reaches it; without CUDA it runs the device plans on host communicators).
+# Components cuda and nccl say whether it was built with CUDA / NCCL.
+if(TARGET zen_nccl_imported)
+  install(TARGETS zen_nccl_imported EXPORT zenTargets)
 endif()
-# Headers of the installed libraries (zen/cuda only where the device path is built).
-if(ZEN_PKG_CUDA)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/zen DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-else()
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/zen DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} PATTERN "cuda" EXCLUDE)
-endif()
+set(ZEN_PKG_CUDA ${ZEN_CUDA_ENABLED})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/zen DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${PROJECT_BINARY_DIR}/include/zen/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/zen)
 install(EXPORT zenTargets NAMESPACE zen:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/zen)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/zenConfig.cmake.in

@@ -5,7 +5,8 @@ pkgs=(build-essential cmake ninja-build pkg-config
       libopenmpi-dev openmpi-bin
       libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
       dataset-fashion-mnist gnuplot-nox npm clang libclang-rt-14-dev valgrind iproute2 doxygen
-      libtorch-dev libgloo-dev python3-sgp4 python3-skyfield)
+      libtorch-dev libgloo-dev python3-sgp4 python3-skyfield
+      python3-torch python3-mpi4py python3-numpy python3-setuptools python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

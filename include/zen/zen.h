@@ -3,7 +3,8 @@
  * zenGetLastError() gives the message of the last failure on the calling thread).
  *
  * Errors poison the communicator: when a collective call (zenSparseAllreduceCreate, the Dense,
- * Sparse, SparseInto and DenseFromDense calls and their non-blocking Start forms) fails on one
+ * Sparse, SparseInto and DenseFromDense calls and their non-blocking Start forms, the zenComm*
+ * collectives and send/recv) fails on one
  * rank, for whatever reason (bad argument, bad index, allocation, timeout), every peer is told at
  * once and its call returns zenRemoteError naming that rank; from then on the communicator refuses
  * every call on every rank (zenInvalidUsage). Destroy it and its operations and create new ones: a
@@ -91,10 +92,12 @@ typedef struct {
   double auto_message_s;     /**< model overhead per message, seconds (default 1e-6) */
   double auto_bytes_per_s;   /**< model per-rank bandwidth, bytes/s (default 25e9/8) */
   double auto_entry_s;       /**< model compute per row touched, seconds (default 0) */
-  /* Device plans (a device communicator; CUDA builds). */
-  uint64_t device_max_nnz;   /**< largest local nnz (rows) per call (0: every row) */
-  uint64_t device_recv_capacity; /**< most entries a rank may receive in the push (0: ranks * max_nnz) */
-  uint64_t device_pull_rows; /**< largest result support of an owner, in rows (0: min(rows, ranks * max_nnz)) */
+  /* Device plans (a device communicator; CUDA builds). recv_capacity and pull_rows are agreed at
+   * creation: every rank uses the largest value any rank gives (0 gives the default). */
+  uint64_t device_max_nnz;   /**< largest local nnz (rows) per call on this rank (0: every row) */
+  uint64_t device_recv_capacity; /**< most entries a rank may receive in the push (0: the sum of all ranks' max_nnz) */
+  uint64_t device_pull_rows; /**< largest result support summed over all owners, in rows (0: min(rows, the sum of
+                                  all ranks' max_nnz)) */
   /* Appended later: callers built against a zen.h without it get the default. */
   zenPullEncoding_t push;    /**< balanced / sparse_ps push encoding (default zenPullAuto: COO unless a sorted
                                   code saves at least 1/8 of the message); CPU plans only */
@@ -208,6 +211,67 @@ zenResult_t zenSparseAllreduceLastStats(zenSparseAllreduce_t op, uint64_t* sent,
 zenResult_t zenSparseAllreduceLastScheme(zenSparseAllreduce_t op, const char** scheme, const char** decision);
 /** Waits for the plan's pending non-blocking calls, then frees it. */
 zenResult_t zenSparseAllreduceDestroy(zenSparseAllreduce_t op);
+
+/* ---- Reports and communicator collectives (added after 0.1.0: a caller that loads libzen at run
+ * time, such as the Python package, checks that these symbols exist) ---- */
+
+/** The report of a plan's last completed call (zen::SyncReport). Versioned like zenOptions_t: set
+ *  `size` = sizeof(zenReport_t) before the call; the library fills the first `size` bytes, so the
+ *  struct can grow. The strings stay valid until the next call on the plan. */
+typedef struct {
+  size_t size;             /**< sizeof(zenReport_t) as the caller compiled it (set by the caller) */
+  uint64_t sent, recv;     /**< bytes this rank sent / received in the call */
+  double seconds;          /**< wall time of the call on this rank */
+  double push_imbalance;   /**< max/mean over owners of entries pushed (balanced, sparse_ps, omnireduce) */
+  double pull_imbalance;   /**< max/mean over owners of result entries */
+  uint64_t result_nnz;     /**< rows in the result support */
+  double bound_bytes;      /**< balanced / sparse_ps: information content of what this rank sent (values plus
+                                log2 C(m, K) / 8 per index set); sent / bound_bytes is zen_perf's bound_eff
+                                (0 for the other schemes) */
+  uint64_t serial_overflows; /**< balanced: owners whose serial region overflowed (handled losslessly) */
+  uint64_t global_rows;    /**< a size every rank learned in the call (docs/api.md); 0 if none */
+  int phases;              /**< number of phases (zenSparseAllreduceLastPhase) */
+  const char* scheme;      /**< the scheme that ran (auto: the one it chose) */
+  const char* decision;    /**< auto: what it chose and why ("" for fixed schemes) */
+  const char* encoding;    /**< pull encoding: "coo", "bitmap", "ef", "mixed"; "dense" for dense schemes */
+  const char* push_encoding; /**< balanced / sparse_ps push encoding ("" otherwise) */
+} zenReport_t;
+zenResult_t zenSparseAllreduceLastReport(zenSparseAllreduce_t op, zenReport_t* report);
+/** Phase `phase` (0 .. report.phases-1) of the last call: its name, bytes and seconds on this rank.
+ *  Any output pointer may be NULL. */
+zenResult_t zenSparseAllreduceLastPhase(zenSparseAllreduce_t op, int phase, const char** name, uint64_t* sent,
+                                        uint64_t* recv, double* seconds);
+
+/** Dense collectives on the communicator itself, with the communicator's timeout, error messages
+ *  (rank, peer, operation, sequence number) and poisoning rule: a failure on one rank aborts every
+ *  peer's call at once (zenRemoteError) and the communicator refuses further use. Buffers live in
+ *  the communicator's memory space. Each is collective (every rank calls it, in the same order as
+ *  its other calls on `comm`); a call made while non-blocking calls are pending on `comm` queues
+ *  behind them. Sizes must agree across ranks. */
+typedef enum { zenSum = 0, zenMax = 1, zenMin = 2, zenReduceOpMaxEnum = 0x7FFFFFFF } zenReduceOp_t;
+/** In place: `count` elements of `dtype` reduced with `op` by the backend's native allreduce. */
+zenResult_t zenCommAllreduce(zenComm_t comm, void* buf, size_t count, zenDataType_t dtype, zenReduceOp_t op);
+/** `bytes` bytes of rank `root`'s buf to every rank's buf. */
+zenResult_t zenCommBroadcast(zenComm_t comm, void* buf, size_t bytes, int root);
+/** Every rank's `bytes` bytes of sendbuf; recvbuf receives size * bytes, rank-major. */
+zenResult_t zenCommAllgather(zenComm_t comm, const void* sendbuf, size_t bytes, void* recvbuf);
+/** Bytes send_bytes[p] at sendbuf + send_displs[p] go to rank p, which receives them at its
+ *  recvbuf + recv_displs[rank] (recv_bytes[rank] = the sender's send_bytes[p]). Arrays of `size`. */
+zenResult_t zenCommAlltoallv(zenComm_t comm, const void* sendbuf, const size_t* send_bytes, const size_t* send_displs,
+                             void* recvbuf, const size_t* recv_bytes, const size_t* recv_displs);
+zenResult_t zenCommBarrier(zenComm_t comm);
+/** Point to point, tag in [0, 16383]. Send is buffered (returns once the bytes are copied); recv
+ *  takes exactly `bytes` bytes (a message of another size is an error). Messages of one pair and
+ *  tag arrive in order. Failures poison the communicator as for collectives. */
+zenResult_t zenCommSend(zenComm_t comm, const void* buf, size_t bytes, int peer, int tag);
+zenResult_t zenCommRecv(zenComm_t comm, void* buf, size_t bytes, int peer, int tag);
+/** Poison `comm` on purpose (e.g. the caller found an error of its own): marks it failed on this
+ *  rank and tells every peer, whose pending and later calls fail with zenRemoteError quoting
+ *  `reason` (may be NULL). The communicator stays allocated: destroy it with zenCommDestroy. */
+zenResult_t zenCommAbort(zenComm_t comm, const char* reason);
+/** *failed = 1 once `comm` refuses further use (an error, or an abort by this rank or a peer that
+ *  this rank has seen), else 0. Local. */
+zenResult_t zenCommFailed(zenComm_t comm, int* failed);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <sstream>
 #include <tuple>
@@ -11,40 +12,25 @@
 #include <utility>
 
 #include "zen/comm/loopback.hpp"
+#include "zen/cuda/comm.hpp"
+#include "zen/cuda/plan.hpp"
 #include "zen/detail/progress.hpp"
 #include "zen/schemes/hierarchical.hpp"
 #include "zen/schemes/scheme.hpp"
 #ifdef ZEN_HAVE_MPI
 #include "zen/comm/mpi.hpp"
 #endif
-#ifdef ZEN_HAVE_CUDA
-#include "zen/cuda/balanced.hpp"
-#include "zen/cuda/comm.hpp"
-#include "zen/cuda/hierarchical.hpp"
-#endif
 
 struct zenComm {
   std::unique_ptr<zen::Communicator> comm;
 };
+// One plan interface for host and device plans: every call dispatches through zen::Plan (device
+// plans refuse sparse output and non-blocking calls with Unsupported, naming the rank).
 struct zenSparseAllreduce {
   zen::Communicator* comm = nullptr;  // the plan's (world) communicator
   zen::TensorSpec spec;
-  std::unique_ptr<zen::SparseAllreduce> op;  // host plans
+  std::unique_ptr<zen::Plan> plan;
   zen::SparseTensor result;
-  std::vector<int64_t> dd_idx;   // DenseFromDense on host plans: the non-zero rows (kept: no allocation
-  std::vector<uint8_t> dd_vals;  // in steady state)
-#ifdef ZEN_HAVE_CUDA
-  std::unique_ptr<zen::cuda::DeviceBalanced> dev;        // device plans: scheme "balanced"
-  std::unique_ptr<zen::cuda::DeviceHierarchical> devh;   // device plans: scheme "hierarchical"
-#endif
-  bool device() const { return !op; }
-  zen::SparseAllreduce& host(const char* fn) {
-    if (!op)
-      ZEN_THROW(zen::Result::Unsupported, std::string(fn) + ": rank " + std::to_string(comm->rank()) +
-                                              ": a device plan supports zenSparseAllreduceDense and DenseFromDense "
-                                              "(stream-ordered; zenSparseAllreduceSynchronize waits)");
-    return *op;
-  }
 };
 struct zenRequest {
   zen::Request req;
@@ -195,42 +181,19 @@ zen::SchemeOptions to_scheme_options(const zenOptions_t& c) {
   o.autotune.entry_s = c.auto_entry_s;
   return o;
 }
-const zen::SyncReport& report_of(zenSparseAllreduce& op) {
-#ifdef ZEN_HAVE_CUDA
-  if (op.dev) return op.dev->report();
-  if (op.devh) return op.devh->report();
-#endif
-  return op.host("zenSparseAllreduceLastStats").report();
-}
+zen::Plan& plan_of(zenSparseAllreduce& op) { return *op.plan; }
 
 // Device plans (the communicator's memory space is Device): DeviceBalanced ("balanced") or
 // DeviceHierarchical ("hierarchical", over opts->intra / opts->inter device communicators).
-void create_device_plan(zenSparseAllreduce& plan, const std::string& name, const zenOptions_t& c,
-                        const zen::SchemeOptions& o) {
-  const std::string where = "zenSparseAllreduceCreate: rank " + std::to_string(plan.comm->rank()) + " (" +
-                            plan.comm->backend_name() + "): ";
-  ZEN_ENFORCE(!c.average && !c.accumulate, where + "average/accumulate are host-plan options");
-#ifdef ZEN_HAVE_CUDA
-  zen::cuda::DeviceBalancedLimits lim;
-  lim.max_nnz = static_cast<size_t>(c.device_max_nnz);
-  lim.recv_capacity = static_cast<size_t>(c.device_recv_capacity);
-  lim.pull_rows = static_cast<size_t>(c.device_pull_rows);
-  if (name == "balanced") {
-    if (lim.max_nnz == 0) lim.max_nnz = static_cast<size_t>(plan.spec.dense_len / plan.spec.row_width);
-    plan.dev = std::make_unique<zen::cuda::DeviceBalanced>(*plan.comm, plan.spec, o, lim);
-  } else if (name == "hierarchical" || name == "hier_balanced") {
-    ZEN_ENFORCE(c.intra && c.inter, where + "the device hierarchical plan needs opts->intra and opts->inter "
-                                            "(device communicators of the node and of the local index)");
-    plan.devh = std::make_unique<zen::cuda::DeviceHierarchical>(*c.intra->comm, *c.inter->comm, plan.spec, o, lim);
-  } else {
-    ZEN_THROW(zen::Result::Unsupported, where + "scheme '" + name +
-                                            "' has no device implementation (device: balanced, hierarchical)");
-  }
-#else
-  (void)name;
-  (void)o;
-  ZEN_THROW(zen::Result::Unsupported, where + "zen was built without CUDA");
-#endif
+std::unique_ptr<zen::Plan> create_device_plan(zen::Communicator& world, const std::string& name, const zenOptions_t& c,
+                                              const zen::TensorSpec& spec, const zen::SchemeOptions& o) {
+  zen::cuda::DevicePlanOptions d;
+  d.limits.max_nnz = static_cast<size_t>(c.device_max_nnz);
+  d.limits.recv_capacity = static_cast<size_t>(c.device_recv_capacity);
+  d.limits.pull_rows = static_cast<size_t>(c.device_pull_rows);
+  d.intra = c.intra ? c.intra->comm.get() : nullptr;
+  d.inter = c.inter ? c.inter->comm.get() : nullptr;
+  return zen::cuda::make_device_plan(name, world, spec, o, d);
 }
 }  // namespace
 
@@ -311,32 +274,20 @@ zenResult_t zenOptionsInit(zenOptions_t* opts) {
   });
 }
 
-#ifdef ZEN_HAVE_CUDA
-#define ZEN_C_CUDA(...) __VA_ARGS__
-#else
-#define ZEN_C_CUDA(...) ZEN_THROW(zen::Result::Unsupported, std::string(__func__) + ": zen was built without CUDA")
-#endif
-
 zenResult_t zenCommInitDeviceLoopback(zenComm_t* comms, int n, int device) {
   return guard([&] {
     ZEN_C_NOT_NULL(comms);
-    ZEN_C_CUDA({
-      auto v = zen::cuda::loopback::create(n, device);
-      for (int i = 0; i < n; ++i) comms[i] = new zenComm{std::move(v[static_cast<size_t>(i)])};
-    });
-    (void)n;
-    (void)device;
+    auto v = zen::cuda::loopback::create(n, device);
+    for (int i = 0; i < n; ++i) comms[i] = new zenComm{std::move(v[static_cast<size_t>(i)])};
   });
 }
 
 zenResult_t zenNcclGetUniqueId(zenNcclUniqueId* id) {
   return guard([&] {
     ZEN_C_NOT_NULL(id);
-    ZEN_C_CUDA({
-      const auto u = zen::cuda::nccl::unique_id();
-      static_assert(sizeof(id->internal) == std::tuple_size<zen::cuda::nccl::UniqueId>::value, "NCCL id size");
-      std::memcpy(id->internal, u.data(), u.size());
-    });
+    const auto u = zen::cuda::nccl::unique_id();
+    static_assert(sizeof(id->internal) == std::tuple_size<zen::cuda::nccl::UniqueId>::value, "NCCL id size");
+    std::memcpy(id->internal, u.data(), u.size());
   });
 }
 
@@ -344,13 +295,9 @@ zenResult_t zenCommInitNccl(zenComm_t* comm, const zenNcclUniqueId* id, int nran
   return guard([&] {
     ZEN_C_NOT_NULL(comm);
     ZEN_C_NOT_NULL(id);
-    ZEN_C_CUDA({
-      zen::cuda::nccl::UniqueId u;
-      std::memcpy(u.data(), id->internal, u.size());
-      *comm = new zenComm{zen::cuda::nccl::create(u, nranks, rank)};
-    });
-    (void)nranks;
-    (void)rank;
+    zen::cuda::nccl::UniqueId u;
+    std::memcpy(u.data(), id->internal, u.size());
+    *comm = new zenComm{zen::cuda::nccl::create(u, nranks, rank)};
   });
 }
 
@@ -358,7 +305,7 @@ zenResult_t zenCommInitNcclWrap(zenComm_t* comm, const void* nccl_comm) {
   return guard([&] {
     ZEN_C_NOT_NULL(comm);
     ZEN_C_NOT_NULL(nccl_comm);
-    ZEN_C_CUDA(*comm = new zenComm{zen::cuda::nccl::wrap(*static_cast<void* const*>(nccl_comm))});
+    *comm = new zenComm{zen::cuda::nccl::wrap(*static_cast<void* const*>(nccl_comm))};
   });
 }
 
@@ -366,9 +313,7 @@ zenResult_t zenCommSplitNccl(zenComm_t* out, zenComm_t comm, int color, int key)
   return guard([&] {
     ZEN_C_NOT_NULL(out);
     ZEN_C_NOT_NULL(comm);
-    ZEN_C_CUDA(*out = new zenComm{zen::cuda::nccl::split(*comm->comm, color, key)});
-    (void)color;
-    (void)key;
+    *out = new zenComm{zen::cuda::nccl::split(*comm->comm, color, key)};
   });
 }
 
@@ -386,39 +331,14 @@ zenResult_t zenSparseAllreduceDenseFromDense(zenSparseAllreduce_t op, const void
       ZEN_C_NOT_NULL(grad);
       ZEN_C_NOT_NULL(dense_out);
     }
-#ifdef ZEN_HAVE_CUDA
-    if (op->dev) return op->dev->run_dense_from_dense(grad, dense_out);
-    if (op->devh) return op->devh->run_dense_from_dense(grad, dense_out);
-#endif
-    zen::SparseAllreduce& h = op->host("zenSparseAllreduceDenseFromDense");
-    // The rows holding a value != 0 are the input entries (-0.0 counts as zero, as on the device).
-    const size_t D = op->spec.row_width, es = zen::dtype_size(op->spec.dtype);
-    const uint64_t rows = op->spec.dense_len / D;
-    op->dd_idx.clear();
-    op->dd_vals.clear();
-    zen::dispatch_dtype(op->spec.dtype, [&](auto tag) {
-      using T = decltype(tag);
-      const T* g = static_cast<const T*>(grad);
-      for (uint64_t r = 0; r < rows; ++r) {
-        bool any = false;
-        for (size_t k = 0; k < D && !any; ++k) any = static_cast<typename zen::accum_of<T>::type>(g[r * D + k]) != 0;
-        if (!any) continue;
-        op->dd_idx.push_back(static_cast<int64_t>(r));
-        const auto* b = reinterpret_cast<const uint8_t*>(g + r * D);
-        op->dd_vals.insert(op->dd_vals.end(), b, b + D * es);
-      }
-    });
-    h.run_dense(make_view(*op, op->dd_idx.size(), op->dd_idx.data(), zenInt64, op->dd_vals.data()), dense_out);
+    plan_of(*op).run_dense_from_dense(grad, dense_out);
   });
 }
 
 zenResult_t zenSparseAllreduceSynchronize(zenSparseAllreduce_t op) {
   return guard_collective(op ? op->comm : nullptr, [&] {
     ZEN_C_NOT_NULL(op);
-#ifdef ZEN_HAVE_CUDA
-    if (op->dev) op->dev->synchronize();
-    if (op->devh) op->devh->synchronize();
-#endif
+    plan_of(*op).synchronize();
   });
 }
 
@@ -438,7 +358,7 @@ zenResult_t zenSparseAllreduceCreate(zenSparseAllreduce_t* op, zenComm_t comm, c
     plan->comm = &world;
     plan->spec = spec;
     if (world.memory_space() == zen::MemSpace::Device) {
-      create_device_plan(*plan, name, c, o);
+      plan->plan = create_device_plan(world, name, c, spec, o);
       *op = plan.release();
       return;
     }
@@ -459,7 +379,7 @@ zenResult_t zenSparseAllreduceCreate(zenSparseAllreduce_t* op, zenComm_t comm, c
     } else {
       s = zen::make_scheme(name, world, spec, o);
     }
-    plan->op = std::move(s);
+    plan->plan = std::move(s);
     *op = plan.release();
   });
 }
@@ -469,15 +389,7 @@ zenResult_t zenSparseAllreduceDense(zenSparseAllreduce_t op, size_t nnz, const v
   return guard_collective(op ? op->comm : nullptr, [&] {
     ZEN_C_NOT_NULL(op);
     if (op->spec.dense_len) ZEN_C_NOT_NULL(dense_out);
-    const zen::SparseView v = make_view(*op, nnz, indices, itype, values);
-#ifdef ZEN_HAVE_CUDA
-    if (op->dev) return op->dev->run_dense(v, dense_out);
-    if (op->devh)
-      ZEN_THROW(zen::Result::Unsupported, "zenSparseAllreduceDense: rank " + std::to_string(op->comm->rank()) +
-                                              ": the device hierarchical plan takes dense gradients "
-                                              "(zenSparseAllreduceDenseFromDense)");
-#endif
-    op->host("zenSparseAllreduceDense").run_dense(v, dense_out);
+    plan_of(*op).run_dense(make_view(*op, nnz, indices, itype, values), dense_out);
   });
 }
 
@@ -485,7 +397,7 @@ zenResult_t zenSparseAllreduceSparse(zenSparseAllreduce_t op, size_t nnz, const 
                                      const void* values, size_t* out_nnz) {
   return guard_collective(op ? op->comm : nullptr, [&] {
     ZEN_C_NOT_NULL(op);
-    op->host("zenSparseAllreduceSparse").run(make_view(*op, nnz, indices, itype, values), op->result);
+    plan_of(*op).run(make_view(*op, nnz, indices, itype, values), op->result);
     if (out_nnz) *out_nnz = op->result.nnz();
   });
 }
@@ -530,7 +442,7 @@ zenResult_t zenSparseAllreduceSparseInto(zenSparseAllreduce_t op, size_t nnz, co
       ZEN_C_NOT_NULL(out_indices);
       ZEN_C_NOT_NULL(out_values);
     }
-    op->host("zenSparseAllreduceSparseInto").run(make_view(*op, nnz, indices, itype, values), op->result);
+    plan_of(*op).run(make_view(*op, nnz, indices, itype, values), op->result);
   });
   if (r != zenSuccess) return r;
   // The result is identical on every rank, so is this check: no rank needs to be told.
@@ -555,7 +467,7 @@ zenResult_t zenSparseAllreduceDenseStart(zenSparseAllreduce_t op, size_t nnz, co
     ZEN_C_NOT_NULL(op);
     ZEN_C_NOT_NULL(req);
     if (op->spec.dense_len) ZEN_C_NOT_NULL(dense_out);
-    auto q = op->host("zenSparseAllreduceDenseStart").start_dense(make_view(*op, nnz, indices, itype, values), dense_out);
+    auto q = plan_of(*op).start_dense(make_view(*op, nnz, indices, itype, values), dense_out);
     *req = new zenRequest{std::move(q)};
   });
 }
@@ -565,7 +477,7 @@ zenResult_t zenSparseAllreduceSparseStart(zenSparseAllreduce_t op, size_t nnz, c
   return guard_collective(op ? op->comm : nullptr, [&] {
     ZEN_C_NOT_NULL(op);
     ZEN_C_NOT_NULL(req);
-    auto q = op->host("zenSparseAllreduceSparseStart").start(make_view(*op, nnz, indices, itype, values), op->result);
+    auto q = plan_of(*op).start(make_view(*op, nnz, indices, itype, values), op->result);
     *req = new zenRequest{std::move(q)};
   });
 }
@@ -600,7 +512,7 @@ zenResult_t zenRequestTest(zenRequest_t* req, int* done) {
 zenResult_t zenSparseAllreduceLastStats(zenSparseAllreduce_t op, uint64_t* sent, uint64_t* recv, double* seconds) {
   return guard([&] {
     ZEN_C_NOT_NULL(op);
-    const auto& r = report_of(*op);
+    const auto& r = plan_of(*op).report();
     if (sent) *sent = r.sent;
     if (recv) *recv = r.recv;
     if (seconds) *seconds = r.seconds;
@@ -610,7 +522,7 @@ zenResult_t zenSparseAllreduceLastStats(zenSparseAllreduce_t op, uint64_t* sent,
 zenResult_t zenSparseAllreduceLastScheme(zenSparseAllreduce_t op, const char** scheme, const char** decision) {
   return guard([&] {
     ZEN_C_NOT_NULL(op);
-    const auto& r = report_of(*op);
+    const auto& r = plan_of(*op).report();
     if (scheme) *scheme = r.scheme.c_str();
     if (decision) *decision = r.decision.c_str();
   });
@@ -619,13 +531,186 @@ zenResult_t zenSparseAllreduceLastScheme(zenSparseAllreduce_t op, const char** s
 zenResult_t zenSparseAllreduceDestroy(zenSparseAllreduce_t op) {
   return guard([&] {
     if (!op) return;
-    // This plan's pending non-blocking calls finish first (they write op->result).
-    if (op->op) op->op->wait_pending();
-#ifdef ZEN_HAVE_CUDA
-    if (op->dev) op->dev->synchronize();
-    if (op->devh) op->devh->synchronize();
-#endif
+    // This plan's pending non-blocking calls finish first (they write op->result); other plans'
+    // calls may be pending from other threads (agreed order) and are not waited for.
+    if (auto* s = dynamic_cast<zen::SparseAllreduce*>(op->plan.get())) s->wait_pending();
+    plan_of(*op).synchronize();
     delete op;
+  });
+}
+
+}  // extern "C"
+
+// ---- Reports and communicator collectives (zen.h: added after 0.1.0) ----
+namespace {
+
+// A communicator operation in call order: behind the non-blocking calls pending on `c` (on its
+// progress thread), or at once when none is pending.
+template <typename F>
+void in_order(zen::Communicator& c, F&& f) {
+  if (!c.progress_busy()) {
+    f();
+    return;
+  }
+  auto st = c.progress().submit([&f] { f(); });
+  zen::detail::wait_state(*st);
+  if (st->error) std::rethrow_exception(st->error);
+}
+
+zen::Communicator* comm_of(zenComm_t c) { return c ? c->comm.get() : nullptr; }
+
+void check_sizes(const zenComm_t c, const char* fn, size_t bytes, const void* p, const char* what) {
+  if (bytes && !p)
+    ZEN_THROW(zen::Result::InvalidArgument, std::string(fn) + ": rank " + std::to_string(c->comm->rank()) + ": " +
+                                                what + " is NULL but " + std::to_string(bytes) + " bytes were given");
+}
+
+}  // namespace
+
+extern "C" {
+
+zenResult_t zenSparseAllreduceLastReport(zenSparseAllreduce_t op, zenReport_t* report) {
+  return guard([&] {
+    ZEN_C_NOT_NULL(op);
+    ZEN_C_NOT_NULL(report);
+    const size_t need = offsetof(zenReport_t, sent) + sizeof(uint64_t);
+    if (report->size < need)
+      ZEN_THROW(zen::Result::InvalidArgument, "zenSparseAllreduceLastReport: report->size is " +
+                                                  std::to_string(report->size) + "; set it to sizeof(zenReport_t)");
+    const auto& r = plan_of(*op).report();
+    zenReport_t full;
+    std::memset(&full, 0, sizeof full);
+    full.size = sizeof(zenReport_t);
+    full.sent = r.sent;
+    full.recv = r.recv;
+    full.seconds = r.seconds;
+    full.push_imbalance = r.push_imbalance;
+    full.pull_imbalance = r.pull_imbalance;
+    full.result_nnz = r.result_nnz;
+    full.bound_bytes = r.bound_bytes;
+    full.serial_overflows = r.serial_overflows;
+    full.global_rows = r.global_rows;
+    full.phases = static_cast<int>(r.phases.size());
+    full.scheme = r.scheme.c_str();
+    full.decision = r.decision.c_str();
+    full.encoding = r.encoding.c_str();
+    full.push_encoding = r.push_encoding.c_str();
+    // A caller built against an older zen.h gets the fields it knows; its `size` stays its own.
+    const size_t keep = report->size;
+    std::memcpy(report, &full, std::min(keep, sizeof full));
+    report->size = keep;
+  });
+}
+
+zenResult_t zenSparseAllreduceLastPhase(zenSparseAllreduce_t op, int phase, const char** name, uint64_t* sent,
+                                        uint64_t* recv, double* seconds) {
+  return guard([&] {
+    ZEN_C_NOT_NULL(op);
+    const auto& r = plan_of(*op).report();
+    if (phase < 0 || static_cast<size_t>(phase) >= r.phases.size())
+      ZEN_THROW(zen::Result::InvalidArgument, "zenSparseAllreduceLastPhase: phase " + std::to_string(phase) +
+                                                  " is outside [0, " + std::to_string(r.phases.size()) + ")");
+    const auto& p = r.phases[static_cast<size_t>(phase)];
+    if (name) *name = p.name.c_str();
+    if (sent) *sent = p.sent;
+    if (recv) *recv = p.recv;
+    if (seconds) *seconds = p.seconds;
+  });
+}
+
+zenResult_t zenCommAllreduce(zenComm_t comm, void* buf, size_t count, zenDataType_t dtype, zenReduceOp_t op) {
+  return guard_collective(comm_of(comm), [&] {
+    ZEN_C_NOT_NULL(comm);
+    ZEN_ENFORCE(dtype >= zenFloat32 && dtype <= zenBfloat16,
+                "zenCommAllreduce: rank " + std::to_string(comm->comm->rank()) + ": unknown dtype " +
+                    std::to_string(static_cast<int>(dtype)));
+    ZEN_ENFORCE(op >= zenSum && op <= zenMin, "zenCommAllreduce: rank " + std::to_string(comm->comm->rank()) +
+                                                  ": unknown reduce op " + std::to_string(static_cast<int>(op)));
+    check_sizes(comm, "zenCommAllreduce", count, buf, "buf");
+    zen::Communicator& c = *comm->comm;
+    in_order(c, [&] { c.allreduce(buf, count, static_cast<zen::DType>(dtype), static_cast<zen::ReduceOp>(op)); });
+  });
+}
+
+zenResult_t zenCommBroadcast(zenComm_t comm, void* buf, size_t bytes, int root) {
+  return guard_collective(comm_of(comm), [&] {
+    ZEN_C_NOT_NULL(comm);
+    check_sizes(comm, "zenCommBroadcast", bytes, buf, "buf");
+    zen::Communicator& c = *comm->comm;
+    in_order(c, [&] { c.broadcast(buf, bytes, root); });
+  });
+}
+
+zenResult_t zenCommAllgather(zenComm_t comm, const void* sendbuf, size_t bytes, void* recvbuf) {
+  return guard_collective(comm_of(comm), [&] {
+    ZEN_C_NOT_NULL(comm);
+    check_sizes(comm, "zenCommAllgather", bytes, sendbuf, "sendbuf");
+    check_sizes(comm, "zenCommAllgather", bytes, recvbuf, "recvbuf");
+    zen::Communicator& c = *comm->comm;
+    in_order(c, [&] { c.allgather(sendbuf, bytes, recvbuf); });
+  });
+}
+
+zenResult_t zenCommAlltoallv(zenComm_t comm, const void* sendbuf, const size_t* send_bytes, const size_t* send_displs,
+                             void* recvbuf, const size_t* recv_bytes, const size_t* recv_displs) {
+  return guard_collective(comm_of(comm), [&] {
+    ZEN_C_NOT_NULL(comm);
+    ZEN_C_NOT_NULL(send_bytes);
+    ZEN_C_NOT_NULL(send_displs);
+    ZEN_C_NOT_NULL(recv_bytes);
+    ZEN_C_NOT_NULL(recv_displs);
+    zen::Communicator& c = *comm->comm;
+    size_t s = 0, r = 0;
+    for (int p = 0; p < c.size(); ++p) {
+      s += send_bytes[p];
+      r += recv_bytes[p];
+    }
+    check_sizes(comm, "zenCommAlltoallv", s, sendbuf, "sendbuf");
+    check_sizes(comm, "zenCommAlltoallv", r, recvbuf, "recvbuf");
+    in_order(c, [&] { c.alltoallv(sendbuf, send_bytes, send_displs, recvbuf, recv_bytes, recv_displs); });
+  });
+}
+
+zenResult_t zenCommBarrier(zenComm_t comm) {
+  return guard_collective(comm_of(comm), [&] {
+    ZEN_C_NOT_NULL(comm);
+    zen::Communicator& c = *comm->comm;
+    in_order(c, [&] { c.barrier(); });
+  });
+}
+
+zenResult_t zenCommSend(zenComm_t comm, const void* buf, size_t bytes, int peer, int tag) {
+  return guard_collective(comm_of(comm), [&] {
+    ZEN_C_NOT_NULL(comm);
+    check_sizes(comm, "zenCommSend", bytes, buf, "buf");
+    zen::Communicator& c = *comm->comm;
+    in_order(c, [&] { c.send(buf, bytes, peer, tag); });
+  });
+}
+
+zenResult_t zenCommRecv(zenComm_t comm, void* buf, size_t bytes, int peer, int tag) {
+  return guard_collective(comm_of(comm), [&] {
+    ZEN_C_NOT_NULL(comm);
+    check_sizes(comm, "zenCommRecv", bytes, buf, "buf");
+    zen::Communicator& c = *comm->comm;
+    in_order(c, [&] { c.recv(buf, bytes, peer, tag); });
+  });
+}
+
+zenResult_t zenCommAbort(zenComm_t comm, const char* reason) {
+  return guard([&] {
+    ZEN_C_NOT_NULL(comm);
+    zen::Communicator& c = *comm->comm;
+    const std::string why = reason ? reason : "zenCommAbort";
+    in_order(c, [&] { c.abort(why); });
+  });
+}
+
+zenResult_t zenCommFailed(zenComm_t comm, int* failed) {
+  return guard([&] {
+    ZEN_C_NOT_NULL(comm);
+    ZEN_C_NOT_NULL(failed);
+    *failed = comm->comm->failed() ? 1 : 0;
   });
 }
 

@@ -239,6 +239,8 @@ void Communicator::allreduce(void* buf, size_t count, DType dtype, ReduceOp op) 
 }
 
 void Communicator::do_allreduce_sum_or(void* buf, size_t count, DType dtype, void* bits, size_t bytes, PieceDone) {
+  if (memory_space() != MemSpace::Host)  // the OR below is a host loop; refuse before summing anything
+    fail(Result::Unsupported, -1, "allreduce_sum_or on device memory: this backend has no device bitwise OR");
   do_allreduce(buf, count, dtype, ReduceOp::Sum);
   do_allreduce_or(bits, bytes);
 }
@@ -252,6 +254,9 @@ void Communicator::allreduce_sum_or(void* buf, size_t count, DType dtype, void* 
 }
 
 void Communicator::do_allreduce_or(void* buf, size_t bytes) {
+  // The default runs a host loop over the bytes: not on device memory.
+  if (memory_space() != MemSpace::Host)
+    fail(Result::Unsupported, -1, "allreduce_or on device memory: this backend has no device bitwise OR");
   const int n = size(), r = rank();
   if (n == 1 || bytes == 0) return;
   auto* b = static_cast<uint8_t*>(buf);

@@ -13,6 +13,17 @@ bool SortPartition::fits(const Partitioner& part) {
   return detail::bits_for(part.n_owners) + detail::bits_for(std::max<uint64_t>(part.owner_size(0), 1)) <= 32;
 }
 
+void SortPartition::reserve(size_t nnz, uint32_t n_owners, int tasks, HashPartition& out) {
+  if (rec_.size() < nnz) rec_.resize(nnz);
+  if (tmp_.size() < nnz) tmp_.resize(nnz);
+  task_bad_.reserve(static_cast<size_t>(std::max(tasks, 1)));
+  count_.reserve(n_owners);
+  if (out.offsets.size() < size_t{n_owners} + 1) out.offsets.resize(size_t{n_owners} + 1);
+  if (out.rep.size() < nnz) out.rep.resize(nnz);
+  if (out.pos.size() < nnz) out.pos.resize(nnz);
+  if (out.key_of.size() < nnz) out.key_of.resize(nnz);
+}
+
 void SortPartition::partition(const SparseView& in, const Partitioner& part, detail::ThreadPool* pool,
                               HashPartition& out, const uint32_t* fwd) {
   const size_t nnz = in.nnz;

@@ -147,6 +147,11 @@ class Balanced final : public SparseAllreduce {
       cfg.seed = opt_.seed ^ (0x51ed2701ULL * static_cast<uint64_t>(me + 1));
       w.hash.partition(in, part_, cfg, &tp, hp, w.fwd.empty() ? nullptr : w.fwd.data());
       report_.serial_overflows = hp.overflowed_owners;
+      // A later, smaller call may sort-partition (above: fewer than 2^17 entries with several
+      // threads): its buffers grow with this call, so that it allocates nothing.
+      if (n > 1 && opt_.push != IndexEncoding::Coo && SortPartition::fits(part_))
+        w.sorter_part.reserve(tp.threads() > 1 ? std::min<size_t>(in.nnz, size_t{1} << 17) : in.nnz,
+                              static_cast<uint32_t>(n), tp.threads(), hp);
     }
 
     // 2. Counts (alltoall) and push buffer layout. The own segment stays local (count 0 to self).

@@ -368,6 +368,7 @@ NodeComms split_nodes(Communicator& world, int node_size) {
 
 std::unique_ptr<SparseAllreduce> make_hierarchical(Communicator& world, const TensorSpec& spec, const SchemeOptions& opt,
                                                    const HierarchicalOptions& hopt) {
+  detail::require_host_memory(world, "make_hierarchical", "hierarchical");
   NodeComms c = split_nodes(world, hopt.node_size);
   return detail::setup_in_order(world, [&]() -> std::unique_ptr<SparseAllreduce> {
     Communicator& intra = *c.intra;
@@ -379,6 +380,7 @@ std::unique_ptr<SparseAllreduce> make_hierarchical(Communicator& world, const Te
 std::unique_ptr<SparseAllreduce> make_hierarchical(Communicator& world, Communicator& intra, Communicator& inter,
                                                    const TensorSpec& spec, const SchemeOptions& opt,
                                                    const std::string& inter_scheme) {
+  for (Communicator* c : {&world, &intra, &inter}) detail::require_host_memory(*c, "make_hierarchical", "hierarchical");
   return detail::setup_in_order(world, [&]() -> std::unique_ptr<SparseAllreduce> {
     return std::make_unique<Hierarchical>(world, intra, inter, spec, opt, inter_scheme, NodeComms{});
   });

@@ -29,11 +29,65 @@ struct SetupRecord {
 };
 }  // namespace
 
+namespace detail {
+void require_host_memory(const Communicator& comm, const char* where, const std::string& scheme) {
+  // Host plans read and write their buffers on the CPU; a device communicator's buffers are device
+  // memory (and its allreduce_or / sum_or have no host loops to fall back to).
+  if (comm.memory_space() != MemSpace::Host)
+    ZEN_THROW(Result::Unsupported, std::string(where) + ": rank " + std::to_string(comm.rank()) + ": scheme '" + scheme +
+                                       "' is a host plan and communicator '" + comm.backend_name() +
+                                       "' holds device memory (device plans: zen::cuda::make_device_plan, "
+                                       "DeviceBalanced, DeviceHierarchical)");
+}
+}  // namespace detail
+
+void Plan::unsupported(const char* call) const {
+  ZEN_THROW(Result::Unsupported, std::string(call) + ": rank " + std::to_string(comm_.rank()) + " plan '" + name() +
+                                     "' on " + comm_.backend_name() +
+                                     ": a device plan offers run_dense and run_dense_from_dense (stream-ordered; "
+                                     "synchronize() waits), not sparse output or non-blocking calls");
+}
+void Plan::run(const SparseView&, SparseTensor&) { unsupported("run (sparse output)"); }
+Request Plan::start(const SparseView&, SparseTensor&) { unsupported("start"); }
+Request Plan::start_dense(const SparseView&, void*) { unsupported("start_dense"); }
+
+void Plan::run_dense_from_dense(const void* grad, void* dense_out) {
+  ZEN_CHECK_CODE(comm_.memory_space() == MemSpace::Host, Result::InternalError,
+                 std::string("run_dense_from_dense: plan '") + name() + "' has no device implementation of it");
+  // The rows holding a value != 0 are the input entries (-0.0 counts as zero, as on the device).
+  const size_t D = spec_.row_width, es = dtype_size(spec_.dtype);
+  const uint64_t rows = spec_.dense_len / D;
+  dd_rows_.clear();
+  dd_vals_.clear();
+  dispatch_dtype(spec_.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* g = static_cast<const T*>(grad);
+    for (uint64_t r = 0; r < rows; ++r) {
+      bool any = false;
+      for (size_t k = 0; k < D && !any; ++k) any = static_cast<typename accum_of<T>::type>(g[r * D + k]) != 0;
+      if (!any) continue;
+      dd_rows_.push_back(static_cast<int64_t>(r));
+      const auto* b = reinterpret_cast<const uint8_t*>(g + r * D);
+      dd_vals_.insert(dd_vals_.end(), b, b + D * es);
+    }
+  });
+  SparseView v;
+  v.dense_len = spec_.dense_len;
+  v.row_width = spec_.row_width;
+  v.dtype = spec_.dtype;
+  v.nnz = dd_rows_.size();
+  v.index_type = IndexType::I64;
+  v.indices = dd_rows_.data();
+  v.values = dd_vals_.data();
+  run_dense(v, dense_out);
+}
+
 SparseAllreduce::SparseAllreduce(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt)
-    : comm_(comm), spec_(spec), opt_(opt), output_(opt.output), plan_id_(comm.next_plan_id()) {
+    : Plan(comm, spec), opt_(opt), output_(opt.output), plan_id_(comm.next_plan_id()) {
   // Output options are applied once, here in the base class; plans built from opt_ inside a scheme
   // (auto's candidates, hierarchical's inter-node scheme) must not apply them a second time.
   opt_.output = OutputOptions{};
+  detail::require_host_memory(comm, "sparse allreduce setup", "(host)");
   const std::string where = "rank " + std::to_string(comm.rank()) + " sparse allreduce setup: ";
   ZEN_ENFORCE(spec.row_width >= 1, where + "row width must be >= 1");
   ZEN_ENFORCE(spec.dense_len % spec.row_width == 0, where + "dense length " + std::to_string(spec.dense_len) +
@@ -83,20 +137,22 @@ detail::ThreadPool& SparseAllreduce::pool() {
   return *pool_;
 }
 
-void SparseAllreduce::reset_report() {
-  report_.phases.clear();  // keeps its capacity: no allocation in steady state
-  report_.sent = report_.recv = 0;
-  report_.seconds = 0;
-  report_.push_imbalance = report_.pull_imbalance = 1.0;
-  report_.result_nnz = 0;
-  report_.encoding.clear();
-  report_.push_encoding.clear();
-  report_.bound_bytes = 0;
-  report_.serial_overflows = 0;
-  report_.global_rows = 0;
-  report_.scheme.clear();
-  report_.decision.clear();
+void SyncReport::clear() {
+  phases.clear();  // keeps its capacity: no allocation in steady state
+  sent = recv = 0;
+  seconds = 0;
+  push_imbalance = pull_imbalance = 1.0;
+  result_nnz = 0;
+  encoding.clear();
+  push_encoding.clear();
+  bound_bytes = 0;
+  serial_overflows = 0;
+  global_rows = 0;
+  scheme.clear();
+  decision.clear();
 }
+
+void SparseAllreduce::reset_report() { report_.clear(); }
 
 void SparseAllreduce::execute_checked(const SparseView& in, SparseTensor* sparse_out, void* dense_out) {
   Communicator::OwnerScope own(comm_, holder_);
@@ -388,6 +444,7 @@ const std::vector<std::string>& scheme_names() {
 
 std::unique_ptr<SparseAllreduce> make_scheme(const std::string& name, Communicator& comm, const TensorSpec& spec,
                                              const SchemeOptions& opt) {
+  detail::require_host_memory(comm, "make_scheme", name);
   for (auto& e : registry())
     if (e.first == name) return detail::setup_in_order(comm, [&] { return e.second(comm, spec, opt); });
   if (name == "auto") return detail::setup_in_order(comm, [&] { return make_auto(comm, spec, opt); });

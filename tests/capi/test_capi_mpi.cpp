@@ -1,7 +1,8 @@
 // The C API under mpirun, error codes one by one and the poisoning rule (include/zen/zen.h): a rank's
 // error reaches every peer as zenRemoteError at once, and no later call on any rank can succeed on
-// the poisoned communicator (the retry-after-error case: never a sum mixing two steps). Needs >= 2
-// ranks for the cross-rank cases (skipped at 1).
+// the poisoned communicator (the retry-after-error case: never a sum mixing two steps); timeouts at
+// 1 s name the missing rank within 2 s; a started call is pending while its peers have not entered.
+// Needs >= 2 ranks for the cross-rank cases (skipped at 1).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -9,10 +10,15 @@
 #include <vector>
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "zen/zen.h"
@@ -42,6 +48,9 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 constexpr uint64_t kN = 1000;
+// Timeout tests: 1 s, detection within 2x (docs/reliability.md, "Timing bounds in tests": shorter
+// timeouts let the scheduling jitter of oversubscribed ranks decide the outcome).
+constexpr int kTimeoutMs = 1000;
 
 }  // namespace
 
@@ -174,7 +183,7 @@ TEST(CapiMpi, TimeoutNamesTheMissingRank) {
   const int missing = size() - 1;
   {
     Comm c;
-    ASSERT_EQ(zenCommSetTimeout(c.c, 300), zenSuccess);
+    ASSERT_EQ(zenCommSetTimeout(c.c, kTimeoutMs), zenSuccess);
     zenSparseAllreduce_t op = nullptr;
     ASSERT_EQ(zenSparseAllreduceCreate(&op, c.c, "balanced", kN, 1, zenFloat32, nullptr), zenSuccess) << zenGetLastError();
     MPI_Barrier(MPI_COMM_WORLD);
@@ -184,7 +193,7 @@ TEST(CapiMpi, TimeoutNamesTheMissingRank) {
       std::vector<float> out(kN);
       const auto t0 = std::chrono::steady_clock::now();
       EXPECT_EQ(zenSparseAllreduceDense(op, 1, idx, zenInt64, val, out.data()), zenTimeout);
-      EXPECT_LT(ms_since(t0), 2 * 300.0);
+      EXPECT_LT(ms_since(t0), 2.0 * kTimeoutMs);
       EXPECT_NE(std::string(zenGetLastError()).find("peer " + std::to_string(missing)), std::string::npos) << zenGetLastError();
     }
     MPI_Barrier(MPI_COMM_WORLD);  // the missing rank is alive but elsewhere meanwhile
@@ -200,7 +209,7 @@ TEST(CapiMpi, PeerThatDestroysItsCommunicatorIsNamed) {
   const int leaver = size() - 1;
   {
     Comm c;
-    ASSERT_EQ(zenCommSetTimeout(c.c, 300), zenSuccess);
+    ASSERT_EQ(zenCommSetTimeout(c.c, kTimeoutMs), zenSuccess);
     zenSparseAllreduce_t op = nullptr;
     ASSERT_EQ(zenSparseAllreduceCreate(&op, c.c, "balanced", kN, 1, zenFloat32, nullptr), zenSuccess) << zenGetLastError();
     MPI_Barrier(MPI_COMM_WORLD);
@@ -210,7 +219,7 @@ TEST(CapiMpi, PeerThatDestroysItsCommunicatorIsNamed) {
       std::vector<float> out(kN);
       const auto t0 = std::chrono::steady_clock::now();
       EXPECT_EQ(zenSparseAllreduceDense(op, 1, idx, zenInt64, val, out.data()), zenTimeout);
-      EXPECT_LT(ms_since(t0), 2 * 300.0 + 200.0);
+      EXPECT_LT(ms_since(t0), 2.0 * kTimeoutMs);
       const std::string m = zenGetLastError();
       EXPECT_NE(m.find("peer " + std::to_string(leaver)), std::string::npos) << m;
       EXPECT_NE(m.find("destroyed their communicator"), std::string::npos) << m;
@@ -258,12 +267,13 @@ TEST(CapiMpi, ErrorReachesEveryRankAndRetryNeverMixesSteps) {
 }
 
 // The C API on MPI communicators the caller made: the hierarchical mode over an MPI split (intra:
-// consecutive blocks of L ranks, inter: ranks with the same local index), a sub-communicator of
-// WORLD (not WORLD itself), and the non-blocking forms while the caller computes.
+// consecutive blocks of L ranks, inter: ranks with the same local index), a split of WORLD (ranks
+// 1..n-1 for n >= 3, not WORLD itself) with the average, and the non-blocking forms while the caller
+// computes.
 TEST(CapiMpiApi, HierarchicalOverAnMpiSplitSubCommunicatorsAndNonBlocking) {
   const int n = size(), r = rank();
   const int L = n % 2 == 0 ? 2 : 1;
-  MPI_Comm intra_m, inter_m, odd_m;
+  MPI_Comm intra_m, inter_m, sub_m;
   MPI_Comm_split(MPI_COMM_WORLD, r / L, r, &intra_m);
   MPI_Comm_split(MPI_COMM_WORLD, r % L, r, &inter_m);
   {
@@ -299,23 +309,28 @@ TEST(CapiMpiApi, HierarchicalOverAnMpiSplitSubCommunicatorsAndNonBlocking) {
     zenCommDestroy(intra);
     zenCommDestroy(inter);
   }
-  // A sub-communicator (the odd ranks, or everyone at n = 1): average, sparse non-blocking.
-  MPI_Comm_split(MPI_COMM_WORLD, n > 1 ? r % 2 : 0, r, &odd_m);
-  if (n == 1 || r % 2 == 1) {
-    int m = 0;
-    MPI_Comm_size(odd_m, &m);
+  // A sub-communicator (ranks 1..n-1 for n >= 3, so never WORLD itself; everyone for n <= 2): average,
+  // sparse non-blocking. It has m >= 2 ranks whenever n >= 2, and rank q gives 2q + 1, so the average
+  // (m, an integer) differs from the sum (m^2).
+  const bool sub = n >= 3;
+  MPI_Comm_split(MPI_COMM_WORLD, sub && r == 0 ? 1 : 0, r, &sub_m);  // rank 0 alone in color 1 for n >= 3
+  if (!(sub && r == 0)) {
+    int m = 0, q = 0;
+    MPI_Comm_size(sub_m, &m);
+    MPI_Comm_rank(sub_m, &q);
+    EXPECT_EQ(m, sub ? n - 1 : n);
     zenComm_t c = nullptr;
-    ASSERT_EQ(zenCommInitMpi(&c, &odd_m), zenSuccess) << zenGetLastError();
+    ASSERT_EQ(zenCommInitMpi(&c, &sub_m), zenSuccess) << zenGetLastError();
     zenOptions_t o;
     zenOptionsInit(&o);
     o.average = 1;
     zenSparseAllreduce_t op = nullptr;
     ASSERT_EQ(zenSparseAllreduceCreate(&op, c, "balanced", kN, 1, zenFloat32, &o), zenSuccess) << zenGetLastError();
     int64_t idx[1] = {7};
-    float val[1] = {static_cast<float>(m) * 2.0f};
-    zenRequest_t q = nullptr;
-    ASSERT_EQ(zenSparseAllreduceSparseStart(op, 1, idx, zenInt64, val, &q), zenSuccess) << zenGetLastError();
-    ASSERT_EQ(zenRequestWait(&q), zenSuccess) << zenGetLastError();
+    float val[1] = {static_cast<float>(2 * q + 1)};  // sum over q < m: m^2
+    zenRequest_t q0 = nullptr;
+    ASSERT_EQ(zenSparseAllreduceSparseStart(op, 1, idx, zenInt64, val, &q0), zenSuccess) << zenGetLastError();
+    ASSERT_EQ(zenRequestWait(&q0), zenSuccess) << zenGetLastError();
     size_t k = 0;
     ASSERT_EQ(zenSparseAllreduceResultSize(op, &k), zenSuccess);
     ASSERT_EQ(k, 1u);
@@ -323,14 +338,78 @@ TEST(CapiMpiApi, HierarchicalOverAnMpiSplitSubCommunicatorsAndNonBlocking) {
     float ov = -1;
     ASSERT_EQ(zenSparseAllreduceResult(op, &oi, &ov), zenSuccess);
     EXPECT_EQ(oi, 7);
-    EXPECT_EQ(ov, static_cast<float>(m) * 2.0f);  // the average of m equal values
+    EXPECT_EQ(ov, static_cast<float>(m)) << "the average of 1, 3, ..., 2m-1 over m = " << m << " ranks";
     zenSparseAllreduceDestroy(op);
     zenCommDestroy(c);
   }
   MPI_Comm_free(&intra_m);
   MPI_Comm_free(&inter_m);
-  MPI_Comm_free(&odd_m);
+  MPI_Comm_free(&sub_m);
   MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// The non-blocking form gives control back before the call can complete: ranks 1..n-1 enter only
+// after rank 0 has started, seen the request pending (zenRequestTest: not done) and done its own
+// work. The ranks are processes and rank 0 may not call MPI while its call is pending
+// (MPI_THREAD_SERIALIZED), so rank 0 releases them through a file (the ranks share a host, as under
+// ctest). A start that ran the call itself would block rank 0 until its 5 s timeout instead.
+TEST(CapiMpiApi, StartReturnsBeforeALatePeerEnters) {
+  int provided = 0;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_SERIALIZED) GTEST_SKIP() << "the non-blocking form needs MPI_THREAD_SERIALIZED";
+  if (size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  char dir[512] = {0};
+  if (rank() == 0) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::snprintf(dir, sizeof dir, "%s/zen_late_peer_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) dir[0] = 0;
+  }
+  MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+  ASSERT_NE(dir[0], 0) << "mkdtemp failed on rank 0";
+  const std::string go = std::string(dir) + "/go";
+  {
+    Comm c;
+    ASSERT_EQ(zenCommSetTimeout(c.c, 5000), zenSuccess);
+    zenSparseAllreduce_t op = nullptr;
+    ASSERT_EQ(zenSparseAllreduceCreate(&op, c.c, "balanced", kN, 1, zenFloat32, nullptr), zenSuccess) << zenGetLastError();
+    MPI_Barrier(MPI_COMM_WORLD);
+    int64_t idx[2] = {static_cast<int64_t>(rank()), static_cast<int64_t>(kN - 1)};
+    float val[2] = {1.0f, 2.0f};
+    std::vector<float> out(kN, -1.0f);
+    if (rank() == 0) {
+      struct Release {  // the peers enter in every case, so a failure here cannot hang them
+        std::string path;
+        ~Release() { std::ofstream(path) << "go\n"; }
+      } release{go};
+      zenRequest_t q = nullptr;
+      ASSERT_EQ(zenSparseAllreduceDenseStart(op, 2, idx, zenInt64, val, out.data(), &q), zenSuccess) << zenGetLastError();
+      int done = 1;
+      EXPECT_EQ(zenRequestTest(&q, &done), zenSuccess) << zenGetLastError();
+      EXPECT_EQ(done, 0) << "the started call finished although ranks 1.." << size() - 1 << " had not entered";
+      volatile double s = 0;
+      for (int i = 1; i < 200000; ++i) s = s + 1.0 / i;  // the caller's own work meanwhile
+      done = 1;
+      EXPECT_EQ(zenRequestTest(&q, &done), zenSuccess) << zenGetLastError();
+      EXPECT_EQ(done, 0) << "finished after the caller's work, still without its peers";
+      std::ofstream(go) << "go\n";
+      EXPECT_EQ(zenRequestWait(&q), zenSuccess) << zenGetLastError();
+    } else {
+      // Bounded only as a safety net: rank 0 writes the file in every case.
+      const auto t0 = std::chrono::steady_clock::now();
+      while (access(go.c_str(), F_OK) != 0 && ms_since(t0) < 120000.0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      EXPECT_EQ(zenSparseAllreduceDense(op, 2, idx, zenInt64, val, out.data()), zenSuccess) << zenGetLastError();
+    }
+    for (uint64_t i = 0; i < kN; ++i) {
+      const float want = (i < static_cast<uint64_t>(size()) ? 1.0f : 0.0f) + (i == kN - 1 ? 2.0f * size() : 0.0f);
+      ASSERT_EQ(out[i], want) << "element " << i;
+    }
+    zenSparseAllreduceDestroy(op);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank() == 0) {
+    std::remove(go.c_str());
+    rmdir(dir);
+  }
 }
 
 // MPI initialized below MPI_THREAD_SERIALIZED (ZEN_TEST_MPI_THREAD=funneled): the non-blocking form
@@ -347,8 +426,9 @@ TEST(CapiMpiApi, NonBlockingNeedsSerializedThreads) {
   std::vector<float> out(kN);
   ASSERT_EQ(zenSparseAllreduceDense(op, 1, idx, zenInt64, val, out.data()), zenSuccess) << zenGetLastError();
   EXPECT_EQ(out[3], static_cast<float>(size()));
-  // The refused start poisons the communicator: a rank that gets there while a slower peer is still
-  // in the blocking call's last exchange would fail that call (seen under load).
+  // The refused start fails this rank's communicator, and that reaches the peers at once: a rank
+  // that got here first would abort a peer still finishing the blocking call above (seen under load:
+  // rank 0's call failed with rank 1's RemoteError, its ASSERT skipped the final barrier, the job hung).
   MPI_Barrier(MPI_COMM_WORLD);
   zenRequest_t q = nullptr;
   EXPECT_EQ(zenSparseAllreduceDenseStart(op, 1, idx, zenInt64, val, out.data(), &q), zenUnsupported);

@@ -1,6 +1,6 @@
 // Device communicators: the host communicator suite (every collective, sizes 0 .. 2^20+3, all
 // dtypes) through a host-staging adapter, on the device loopback (n = 1..8) and on a one-rank NCCL
-// communicator (NCCL allows one rank per GPU). Skips without a GPU.
+// communicator (NCCL allows one rank per GPU). Skips without a GPU (fails with ZEN_GPU_REQUIRED).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -106,7 +106,7 @@ TEST(DeviceLoopback, FailureOfOneRankAbortsTheOthers) {
 
 TEST(Nccl, OneRankCommunicatorSuite) {
   ZEN_REQUIRE_GPU();
-  if (!cuda::nccl::available()) GTEST_SKIP() << "built without NCCL";
+  if (!cuda::nccl::available()) ZEN_SKIP_OR_FAIL("built without NCCL");
   auto c = cuda::nccl::create(cuda::nccl::unique_id(), 1, 0);
   cudaStream_t s;
   ZEN_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -1,87 +1,15 @@
-// Hierarchical mode on the GPU (simulated nodes on the device loopback) vs the host hierarchical
-// scheme on the same non-zero rows, bit for bit. Skips without a GPU.
-#include <gtest/gtest.h>
+// DeviceHierarchical on the GPU (simulated nodes on the device loopback) vs the host hierarchical
+// scheme, bit for bit: the suite of tests/device/hierarchical_suite.hpp, which CI runs on the CPU,
+// plus run_nodes and a one-rank ncclCommSplit. Skips without a GPU (fails with ZEN_GPU_REQUIRED).
+#include "zen/cuda/kernels.hpp"
+namespace zen::test {
+using TestBackend = cuda::Gpu;
+}  // namespace zen::test
 
-#include <cstring>
-#include <random>
-
+#include "../device/hierarchical_suite.hpp"
 #include "gpu_test_util.hpp"
-#include "zen/comm/loopback.hpp"
-#include "zen/cuda/hierarchical.hpp"
-#include "zen/schemes/hierarchical.hpp"
 
 using namespace zen;
-using zen::test::DevBuf;
-
-namespace {
-
-struct Shape {
-  uint64_t rows;
-  uint32_t D;
-  double density;
-};
-
-// Rank r's dense gradient: shared hot rows (overlap), private rows, an all -0.0 row (counts as zero),
-// and a pair of ranks cancelling exactly on row 1.
-std::vector<uint8_t> make_dense(const Shape& s, DType t, int r, int n, uint64_t seed) {
-  std::vector<uint8_t> d(s.rows * s.D * dtype_size(t), 0);
-  std::mt19937_64 g(seed * 7919 + r);
-  std::uniform_real_distribution<double> u(0, 1);
-  dispatch_dtype(t, [&](auto tag) {
-    using T = decltype(tag);
-    T* v = reinterpret_cast<T*>(d.data());
-    for (uint64_t q = 0; q < s.rows; ++q) {
-      const bool hot = q % 3 == 0 && u(g) < 0.7;
-      if (!(hot || u(g) < s.density)) continue;
-      for (uint32_t c = 0; c < s.D; ++c) v[q * s.D + c] = static_cast<T>((u(g) * 2 - 1) * 9);
-    }
-    if (s.rows > 2) {
-      for (uint32_t c = 0; c < s.D; ++c) v[1 * s.D + c] = static_cast<T>(r == 0 ? 2.5 : (r == n - 1 ? -2.5 : 0.0));
-      for (uint32_t c = 0; c < s.D; ++c) v[(s.rows - 1) * s.D + c] = static_cast<T>(-0.0);  // an all -0.0 row is absent
-    }
-  });
-  return d;
-}
-
-}  // namespace
-
-TEST(DeviceHierarchical, MatchesHostHierarchicalBitForBit) {
-  ZEN_REQUIRE_GPU();
-  const std::vector<Shape> shapes{{7, 1, 1.0}, {1003, 1, 0.05}, {2001, 2, 0.3}};
-  for (int n : {2, 4, 6, 8})
-    for (int L = 1; L <= n; ++L) {
-      if (n % L) continue;
-      for (size_t si = 0; si < shapes.size(); ++si)
-        for (DType t : {DType::F32, DType::F16, DType::BF16}) {
-          const Shape& s = shapes[si];
-          const TensorSpec spec{s.rows * s.D, s.D, t};
-          SCOPED_TRACE("n=" + std::to_string(n) + " L=" + std::to_string(L) + " rows=" + std::to_string(s.rows) + " " +
-                       dtype_name(t));
-          SchemeOptions opt;
-          opt.seed = 17 + si;
-          opt.threads = 1;
-          std::vector<std::vector<uint8_t>> want(n), got(n);
-          loopback::run(n, [&](Communicator& c) {
-            auto dense = make_dense(s, t, c.rank(), n, si);
-            SparseTensor in = dense_to_sparse(dense.data(), spec.dense_len, t, s.D);
-            auto h = make_hierarchical(c, spec, opt, HierarchicalOptions{L, "balanced"});
-            want[c.rank()].resize(dense.size());
-            h->run_dense(in.view(), want[c.rank()].data());
-          });
-          cuda::loopback::run_nodes(n, L, [&](Communicator& w, Communicator& intra, Communicator& inter) {
-            EXPECT_EQ(intra.size(), L);
-            EXPECT_EQ(inter.size(), n / L);
-            auto dense = make_dense(s, t, w.rank(), n, si);
-            DevBuf d_grad = DevBuf::from(dense), d_out(dense.size());
-            cuda::DeviceHierarchical dh(intra, inter, spec, opt);
-            dh.run_dense_from_dense(d_grad.get(), d_out.get());
-            dh.synchronize();
-            got[w.rank()] = d_out.to_vector<uint8_t>(dense.size());
-          });
-          for (int r = 0; r < n; ++r) ASSERT_EQ(got[r], want[r]) << "rank " << r;
-        }
-    }
-}
 
 TEST(DeviceHierarchical, RunNodesRejectsBadNodeSize) {
   ZEN_REQUIRE_GPU();
@@ -90,7 +18,7 @@ TEST(DeviceHierarchical, RunNodesRejectsBadNodeSize) {
 
 TEST(Nccl, OneRankSplit) {
   ZEN_REQUIRE_GPU();
-  if (!cuda::nccl::available()) GTEST_SKIP() << "built without NCCL";
+  if (!cuda::nccl::available()) ZEN_SKIP_OR_FAIL("built without NCCL");
   auto c = cuda::nccl::create(cuda::nccl::unique_id(), 1, 0);
   auto s = cuda::nccl::split(*c, 0, 0);
   EXPECT_EQ(s->size(), 1);

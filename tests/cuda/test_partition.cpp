@@ -1,15 +1,12 @@
+// h0 on the device (zen::cuda::partition_host) equals the CPU's Partitioner bit for bit. Skips
+// without a GPU (fails with ZEN_GPU_REQUIRED).
 #include <gtest/gtest.h>
 
 #include <vector>
 
+#include "gpu_test_util.hpp"
 #include "zen/cuda/runtime.hpp"
 #include "zen/hash/hash.hpp"
-
-#define ZEN_REQUIRE_GPU()                                                      \
-  do {                                                                         \
-    std::string why;                                                           \
-    if (zen::cuda::device_count(&why) == 0) GTEST_SKIP() << "no GPU: " << why; \
-  } while (0)
 
 TEST(CudaPartition, MatchesCpuBitForBit) {
   ZEN_REQUIRE_GPU();

@@ -8,7 +8,7 @@ shift 4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0 n=0
-for h in $(cd "$src/include" && find zen -name '*.hpp' -not -path 'zen/cuda/*' | LC_ALL=C sort); do
+for h in $(cd "$src/include" && find zen -name '*.hpp' | LC_ALL=C sort); do
   # zen/torch.hpp needs LibTorch's headers: checked when the build found LibTorch (ZEN_HC_TORCH=1).
   [ "$h" = zen/torch.hpp ] && [ "${ZEN_HC_TORCH:-0}" != 1 ] && continue
   printf '#include "%s"\n' "$h" >"$tmp/h.cpp"

@@ -10,8 +10,11 @@ trap 'rm -rf "$tmp"' EXIT
 targets=(zen zen_capi_static zen_core zen_schemes zen_cuda zen_trace_lib zen_orbit zen_fl_learn zen_fl_sim zen_fl_loopback)
 targets+=(zen_mpi)  # the test exists only in MPI-enabled builds
 # Installed too where the configuration has them (the GPU benchmark, the LibTorch adapter).
+# The help listing is read whole first: `grep -q` on the pipe would close it early and, under
+# pipefail, the SIGPIPE of cmake would read as "target absent".
+help=$(cmake --build "$build" --target help 2>/dev/null)
 for t in zen_gpu_bench zen_torch; do
-  cmake --build "$build" --target help 2>/dev/null | grep -q "^$t:" && targets+=("$t")
+  grep -q "^$t:" <<<"$help" && targets+=("$t")
 done
 cmake --build "$build" --target "${targets[@]}" >"$tmp/build.log" 2>&1 || { tail -30 "$tmp/build.log"; exit 1; }
 cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; exit 1; }

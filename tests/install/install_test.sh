@@ -3,9 +3,11 @@
 # built only against that prefix -- a C++ CMake project (find_package(zen CONFIG) -> zen::zen, and
 # zen::zen_static, and the fl component) and a C program compiled with `pkg-config --cflags --libs zen` -- each run under
 # mpirun at n = 2 and checked (exact sums, version of the headers == version of the library).
-#   install_test.sh BUILD_DIR SOURCE_DIR MPIEXEC [TORCH_BUILT=ON|OFF]
+# With PYTHON, also the Python package: `import zen` from the prefix's site-packages directory that
+# the install printed, and an offline `pip install ./python` into a venv.
+#   install_test.sh BUILD_DIR SOURCE_DIR MPIEXEC [TORCH_BUILT=ON|OFF] [PYTHON]
 set -uo pipefail
-build=$(cd "$1" && pwd) src=$(cd "$2" && pwd) mpiexec=$3 torch=${4:-OFF}
+build=$(cd "$1" && pwd) src=$(cd "$2" && pwd) mpiexec=$3 torch=${4:-OFF} py=${5:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
@@ -64,5 +66,39 @@ fi
 # 3. The version of the CMake package is the library's.
 grep -q "PACKAGE_VERSION \"$(sed -n 's/#define ZEN_VERSION_STRING "\(.*\)"/\1/p' "$prefix/include/zen/version.h")\"" \
   "$prefix/lib/cmake/zen/zenConfigVersion.cmake" || { echo "FAIL: package version != zen/version.h"; fail=1; }
+# 4. The Python package (python/zen): installed where the install said, finding the installed libzen.
+if [ -n "$py" ]; then
+  site=$(sed -n 's/.*zen: Python package installed to \(.*\)\/zen (import zen.*/\1/p' "$tmp/install.log")
+  if [ -z "$site" ] || [ ! -f "$site/zen/__init__.py" ]; then
+    echo "FAIL: the install did not print where the Python package went:"; cat "$tmp/install.log"; fail=1
+  elif grep -rqE "$src|$build" "$site/zen"; then
+    echo "FAIL: the installed Python package refers to the source or build tree"; fail=1
+  else
+    check='import sys, numpy as np, zen
+c = zen.Communicator.loopback(1)[0]
+i, v = zen.SparseAllreduce(c, 10, 1, "f32", "balanced").sparse(np.array([3, 3], np.int32), np.ones(2, np.float32))
+assert list(i) == [3] and list(v) == [2.0], (i, v)
+assert zen.__version__ == sys.argv[1], (zen.__version__, sys.argv[1])
+print("import zen", zen.__version__, "from", zen.__file__, "with", zen.library_path)'
+    ver=$(sed -n 's/#define ZEN_VERSION_STRING "\(.*\)"/\1/p' "$prefix/include/zen/version.h")
+    if (cd "$tmp" && env -u ZEN_LIBRARY PYTHONPATH="$site" "$py" -c "$check" "$ver") >"$tmp/py.log" 2>&1 &&
+       grep -q "with $prefix/lib/libzen.so" "$tmp/py.log"; then
+      cat "$tmp/py.log"
+    else
+      echo "FAIL: import zen from $site:"; cat "$tmp/py.log"; fail=1
+    fi
+    # pip, offline, into a venv that sees Debian's numpy (a copy of the sources: pip builds in the tree).
+    mkdir -p "$tmp/pipsrc" && cp -r "$src/python" "$src/CMakeLists.txt" "$tmp/pipsrc/"
+    if "$py" -m venv --system-site-packages "$tmp/venv" >"$tmp/pip.log" 2>&1 &&
+       "$tmp/venv/bin/python" -m pip install --no-index "$tmp/pipsrc/python" >>"$tmp/pip.log" 2>&1 &&
+       (cd "$tmp" && ZEN_LIBRARY="$prefix/lib/libzen.so" "$tmp/venv/bin/python" -c "$check
+import importlib.metadata as m; assert m.version(\"zen\") == zen.__version__; assert \"$tmp/venv\" in zen.__file__" "$ver") \
+         >>"$tmp/pip.log" 2>&1; then
+      echo "pip install ./python (offline, venv): $(tail -n 1 "$tmp/pip.log")"
+    else
+      echo "FAIL: pip install ./python:"; cat "$tmp/pip.log"; fail=1
+    fi
+  fi
+fi
 [ $fail = 0 ] && echo "install_test: pass"
 exit $fail

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../schemes/cases.hpp"
+#include "../test_inputs.hpp"
 #include "zen/comm/loopback.hpp"
 #include "zen/model/cost_model.hpp"
 #include "zen/trace/generators.hpp"
@@ -201,7 +202,7 @@ TEST(Auto, UnknownCandidateIsAClearError) {
 TEST(Auto, BrownCorpusTrace) {
   const char* env = std::getenv("ZEN_BROWN_TEXT");
   const std::string text = env ? env : std::string(ZEN_SOURCE_DIR) + "/data/brown/brown.txt";
-  if (!fs::exists(text)) GTEST_SKIP() << "no Brown corpus at " << text << " (run scripts/fetch_corpus.sh)";
+  if (!fs::exists(text)) ZEN_SKIP_WITHOUT_INPUT("no Brown corpus at " << text << " (run scripts/fetch_corpus.sh)");
   const trace::Corpus corpus = trace::load_corpus(text);
   const fs::path dir = fs::temp_directory_path() / ("zen_auto_brown_" + std::to_string(::getpid()));
   trace::CorpusConfig cc;

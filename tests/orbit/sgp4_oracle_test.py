@@ -11,7 +11,7 @@
    Passes already open at t = 0 or still open at the horizon are compared on their inner edge only.
 
 Exit 0 on agreement, 1 on a mismatch, 77 (ctest: skipped) when python3-sgp4 or python3-skyfield is
-missing. Prints the largest differences.
+missing, 1 then too when ZEN_REQUIRE_TEST_INPUTS is set (CI: scripts/deps.sh installs both). Prints the largest differences.
 """
 import csv
 import multiprocessing
@@ -21,13 +21,16 @@ import sys
 import tempfile
 import os
 
-from numpy import identity
-
 try:
+    from numpy import identity
     from sgp4.api import Satrec, WGS72
     from skyfield.api import EarthSatellite, load, wgs84
     from skyfield.searchlib import find_discrete
-except ImportError as e:  # CI installs both (scripts/deps.sh)
+except ImportError as e:  # CI installs both (scripts/deps.sh) and sets ZEN_REQUIRE_TEST_INPUTS=1
+    if os.environ.get("ZEN_REQUIRE_TEST_INPUTS", "") not in ("", "0"):
+        print(f"FAILED: {e} (install python3-sgp4 and python3-skyfield; ZEN_REQUIRE_TEST_INPUTS is set: "
+              "a missing input is a failure)")
+        sys.exit(1)
     print(f"SKIPPED: {e} (install python3-sgp4 and python3-skyfield)")
     sys.exit(77)
 

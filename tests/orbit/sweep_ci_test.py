@@ -17,7 +17,7 @@ satellite, first C = 10 idle satellites in contact. Checks:
   * learning: every point whose rounds average >= 6 clients ends at or above the accuracy of its own
     first round (single-satellite points overfit their 300-image shard and are exempt);
   * resumable: a rerun skips every point; --dry-run prints the grid size and an estimate.
-Exit 77 (skip) without the Debian data set.
+Exit 77 (skip) without the Debian data set; 1 then too when ZEN_REQUIRE_TEST_INPUTS is set (CI installs it).
 """
 import csv
 import os
@@ -28,6 +28,10 @@ import tempfile
 zen_orbit = sys.argv[1]
 data = sys.argv[2] if len(sys.argv) > 2 else "/usr/share/datasets/fashion-mnist"
 if not os.path.exists(os.path.join(data, "train-images-idx3-ubyte.gz")):
+    if os.environ.get("ZEN_REQUIRE_TEST_INPUTS", "") not in ("", "0"):
+        print("sweep_ci_test: FAILED, no Fashion-MNIST in", data,
+              "(Debian dataset-fashion-mnist; ZEN_REQUIRE_TEST_INPUTS is set: a missing input is a failure)")
+        sys.exit(1)
     print("sweep_ci_test: SKIP, no Fashion-MNIST in", data)
     sys.exit(77)
 

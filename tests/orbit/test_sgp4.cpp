@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../test_inputs.hpp"
 #include "zen/error.hpp"
 #include "zen/orbit/orbit.hpp"
 #include "zen/orbit/sgp4.hpp"
@@ -51,8 +52,8 @@ bool have_verification_files() {
 
 #define SKIP_WITHOUT_VERIFICATION_FILES()                                                                    \
   if (!have_verification_files())                                                                           \
-  GTEST_SKIP() << "SGP4 verification files (SGP4-VER.TLE, tcppver.out, tests.py) not found: install the "   \
-                  "Debian package python3-sgp4 and re-run cmake"
+  ZEN_SKIP_WITHOUT_INPUT("SGP4 verification files (SGP4-VER.TLE, tcppver.out, tests.py) not found: install " \
+                         "the Debian package python3-sgp4 and re-run cmake")
 
 // Mod-10 TLE checksum, written independently of the library: digits count their value, '-' counts 1.
 char tle_checksum(const std::string& first68) {

@@ -1,6 +1,9 @@
 #pragma once
 // Steady-state allocation check shared by the loopback and MPI test binaries: a plan's calls 2..10
-// (same input size, or smaller) allocate nothing, on every rank and in its pool workers.
+// (same input size, or smaller) allocate nothing and create no thread, on every rank and in its pool
+// workers. Each process counts its own allocations (replaced operator new, alloc_counter.hpp) and
+// thread creations (interposed pthread_create, thread_counter.hpp): under MPI every rank is a
+// process of its own and counts for itself; on loopback the ranks are threads of one process.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "alloc_counter.hpp"
+#include "thread_counter.hpp"
 #include "zen/comm/communicator.hpp"
 #include "zen/schemes/scheme.hpp"
 
@@ -39,13 +43,17 @@ struct AllocCase {
   bool dense_out;
   bool duplicates;
   int threads;
+  /// Rows between a rank's entries: 5..7 (about 1/6 of the rows), or 1..2 for the large cases whose
+  /// every parallel step gets more than one task (2^17+ entries, 1 MiB+ dense buffers).
+  bool large = false;
 };
 
 /// Input of call `call` on rank r: the same rows each call (the first two calls also a superset),
 /// values changing; with `duplicates` every third row repeats.
 inline void make_alloc_input(const AllocCase& c, int r, int call, std::vector<int64_t>& idx, std::vector<uint8_t>& vals) {
   idx.clear();
-  for (uint64_t row = static_cast<uint64_t>(r) % 5; row < c.rows; row += 5 + static_cast<uint64_t>(r % 3)) {
+  const uint64_t step = c.large ? 1 + static_cast<uint64_t>(r % 2) : 5 + static_cast<uint64_t>(r % 3);
+  for (uint64_t row = static_cast<uint64_t>(r) % 5; row < c.rows; row += step) {
     if (call > 1 && row % 17 == 3) continue;  // later calls: a subset (smaller than the first)
     idx.push_back(static_cast<int64_t>(row));
     if (c.duplicates && row % 3 == 0) idx.push_back(static_cast<int64_t>(row));
@@ -59,10 +67,18 @@ inline void make_alloc_input(const AllocCase& c, int r, int call, std::vector<in
   });
 }
 
-/// Runs calls 1..10 of one plan on this rank; returns the allocations counted (all threads of the
-/// process) during calls 2..10. `sync` separates the warm-up from the counted calls on every rank.
+/// What calls 2..10 of one plan did in this process (all its threads).
+struct SteadyState {
+  uint64_t allocs = 0;
+  uint64_t threads = 0;
+};
+
+/// Runs calls 1..10 of one plan on this rank; returns the allocations and thread creations counted
+/// in this process during calls 2..10. `leader`: this rank switches the process-wide counter on and
+/// off (loopback: rank 0 of the threads that share the process; MPI: every rank, its own process).
+/// `sync` separates the warm-up from the counted calls on every rank.
 template <typename Sync>
-uint64_t count_steady_state_allocs(Communicator& comm, const AllocCase& c, Sync&& sync) {
+SteadyState count_steady_state(Communicator& comm, const AllocCase& c, bool leader, Sync&& sync) {
   SchemeOptions o;
   o.threads = c.threads;
   TensorSpec spec{c.rows * c.D, c.D, c.dtype};
@@ -85,20 +101,25 @@ uint64_t count_steady_state_allocs(Communicator& comm, const AllocCase& c, Sync&
   };
   one(1);
   sync();
-  if (comm.rank() == 0) {
+  if (leader) {
     g_allocs.store(0);
     g_count_allocs.store(true);
   }
   sync();
+  const uint64_t threads_before = threads_created();
   for (int call = 2; call <= 10; ++call) one(call);
   sync();
-  const uint64_t got = g_allocs.load();
+  SteadyState got;
+  got.allocs = g_allocs.load();
+  got.threads = threads_created() - threads_before;
   sync();
-  if (comm.rank() == 0) g_count_allocs.store(false);
+  if (leader) g_count_allocs.store(false);
   sync();
   return got;
 }
 
+/// Small inputs (one task per step: the single-thread paths) and large ones with two pool threads,
+/// where every parallel step of every scheme runs on both (the workers must persist across calls).
 inline std::vector<AllocCase> alloc_cases() {
   std::vector<AllocCase> v;
   for (const char* s : {"balanced", "allgather", "sparse_ps", "dense", "dense_native"})
@@ -106,6 +127,7 @@ inline std::vector<AllocCase> alloc_cases() {
       for (bool dups : {false, true}) {
         v.push_back({s, 4099, 1, DType::F32, dense_out, dups, 1});
         v.push_back({s, 1031, 16, DType::BF16, dense_out, dups, 2});
+        v.push_back({s, (uint64_t{1} << 18) + 3, 1, DType::F32, dense_out, dups, 2, true});
       }
   return v;
 }
@@ -113,7 +135,7 @@ inline std::vector<AllocCase> alloc_cases() {
 inline void PrintTo(const AllocCase& c, std::ostream* os);
 inline std::string alloc_case_name(const AllocCase& c) {
   return c.scheme + (c.dense_out ? "_dense" : "_sparse") + (c.duplicates ? "_dups" : "") + "_" + dtype_name(c.dtype) +
-         "_D" + std::to_string(c.D) + "_t" + std::to_string(c.threads);
+         "_D" + std::to_string(c.D) + "_t" + std::to_string(c.threads) + (c.large ? "_large" : "");
 }
 
 inline void PrintTo(const AllocCase& c, std::ostream* os) { *os << alloc_case_name(c); }

@@ -1,20 +1,25 @@
-// The persistent thread pool: every task runs exactly once per call, the workers persist across
-// calls, a worker's exception reaches the caller (no std::terminate) and the pool stays usable.
+// The persistent thread pool: every task runs exactly once per call, the workers are created once
+// (counted at pthread_create, tests/plans/thread_counter.cpp) and run the tasks of every later call,
+// a worker's exception reaches the caller (no std::terminate) and the pool stays usable.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <stdexcept>
 #include <thread>
 
+#include "thread_counter.hpp"
 #include "zen/detail/thread_pool.hpp"
 
 using zen::detail::ThreadPool;
 
 TEST(ThreadPool, EveryTaskOnceAndWorkersPersist) {
+  const uint64_t before = zen::test::threads_created();
   ThreadPool pool(4);
   EXPECT_EQ(pool.threads(), 4);
+  EXPECT_EQ(zen::test::threads_created() - before, 3u) << "the pool starts threads() - 1 workers";
   std::mutex m;
   std::set<std::thread::id> ids;
   for (int call = 0; call < 200; ++call) {
@@ -27,7 +32,40 @@ TEST(ThreadPool, EveryTaskOnceAndWorkersPersist) {
     });
     for (int t = 0; t < 8; ++t) EXPECT_EQ(hits[static_cast<size_t>(t)].load(), t < std::min(tasks, 4) ? 1 : 0) << "call " << call;
   }
-  EXPECT_LE(ids.size(), 4u);  // the same threads every call, none created per call
+  EXPECT_LE(ids.size(), 4u);
+  // Thread ids are reused by the system, so the count of creations is the evidence: none per call.
+  EXPECT_EQ(zen::test::threads_created() - before, 3u) << "run() created threads";
+}
+
+// Every call's tasks run at the same time on threads() distinct threads, and they are the workers
+// made at construction: a rendezvous inside the tasks only completes when all four run concurrently.
+TEST(ThreadPool, EveryWorkerTakesPartInEveryCall) {
+  const uint64_t before = zen::test::threads_created();
+  ThreadPool pool(4);
+  const uint64_t made = zen::test::threads_created() - before;
+  std::set<std::thread::id> all;
+  for (int call = 0; call < 50; ++call) {
+    std::atomic<int> arrived{0};
+    std::mutex m;
+    std::set<std::thread::id> ids;
+    bool met = true;
+    pool.run(4, [&](int) {
+      arrived.fetch_add(1);
+      // Bounded (a missing worker must fail the test, not hang it); a pool whose workers take part
+      // meets here within microseconds.
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (arrived.load() < 4 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+      std::lock_guard<std::mutex> lk(m);
+      if (arrived.load() < 4) met = false;
+      ids.insert(std::this_thread::get_id());
+    });
+    ASSERT_TRUE(met) << "call " << call << ": the four tasks never ran at the same time";
+    EXPECT_EQ(ids.size(), 4u) << "call " << call;
+    all.insert(ids.begin(), ids.end());
+  }
+  EXPECT_EQ(all.size(), 4u) << "the same four threads (caller + 3 workers) every call";
+  EXPECT_EQ(made, 3u);
+  EXPECT_EQ(zen::test::threads_created() - before, made) << "run() created threads";
 }
 
 TEST(ThreadPool, ParallelForCoversTheRangeExactlyOnce) {

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Usage: mpi_crash_test.sh MPIEXEC BINARY MODE NP
-# Passes when the job ends with a non-zero status (not the 124 of `timeout`) within 60 s; for
-# --mode hang, the surviving ranks' error must name rank 1.
+# Passes when the job ends with a non-zero status (not the 124 of `timeout`) in time; for --mode hang,
+# the surviving ranks' error must name rank 1. In time: hang and stuck run at a 1 s timeout, detected
+# within 1.5 s (timeout + presence check) and 1.25 s (watchdog), so the job must end within 10 s
+# (the rest is mpirun's start and teardown: 2.3-3.3 s in all on a loaded 2-core machine); crash and
+# exit are ended by mpirun, not by zen's 60 s timeout, so within 20 s.
 set -u
 mpiexec=$1 bin=$2 mode=$3 np=$4
 log=$(mktemp)
@@ -13,7 +16,8 @@ echo "mode=$mode np=$np exit=$rc ms=$ms"
 status=0
 if [ "$rc" -eq 0 ]; then echo "FAIL: the job exited 0 although rank 1 failed"; status=1; fi
 if [ "$rc" -eq 124 ]; then echo "FAIL: the job hung (killed by timeout after 90 s)"; status=1; fi
-if [ "$ms" -gt 60000 ]; then echo "FAIL: took $ms ms"; status=1; fi
+case $mode in hang|stuck) bound=10000 ;; *) bound=20000 ;; esac
+if [ "$ms" -gt "$bound" ]; then echo "FAIL: took $ms ms (bound $bound ms)"; status=1; fi
 if [ "$mode" = hang ] && ! grep -q "peer 1" "$log"; then echo "FAIL: the error does not name rank 1"; status=1; fi
 # stuck: the watchdog's message (rank 1 stopped inside the blocking call), or the timeout naming
 # rank 1 (stopped in the cancellable handshake).

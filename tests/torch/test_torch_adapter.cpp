@@ -4,7 +4,9 @@
 // parameters, dense parameters in buckets; bad inputs fail on every rank naming the parameter.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 
 #include "zen/comm/loopback.hpp"
@@ -123,21 +125,53 @@ TEST_P(TorchAdapter, GradSyncEqualsTheAverageOfAllRanks) {
 INSTANTIATE_TEST_SUITE_P(All, TorchAdapter, ::testing::Combine(::testing::ValuesIn(schemes()), ::testing::Range(1, 9)),
                          [](const auto& i) { return std::get<0>(i.param) + "_n" + std::to_string(std::get<1>(i.param)); });
 
-// Every rank gets an error naming the parameter (no hang, no crash).
+// Every rank gets an error naming the parameter (no hang, no crash), at once: within 2 s of entering
+// `body`, under a 10 s timeout (docs/reliability.md, "Timing bounds in tests"). A rank reports the
+// error itself (any code but RemoteError, naming `must_contain`) or a RemoteError that names a rank
+// which did and quotes it; at least one rank reports it itself.
 template <typename F>
 void expect_error_everywhere(int n, F&& body, const std::string& must_contain) {
-  std::atomic<int> errors{0}, named{0};
-  loopback::run(n, [&](Communicator& c) {
-    c.set_timeout(std::chrono::milliseconds(60000));  // errors must arrive at once, not by timeout
-    try {
-      body(c);
-    } catch (const Error& e) {
-      ++errors;
-      if (std::string(e.what()).find(must_contain) != std::string::npos) ++named;
-    }
-  });
-  EXPECT_EQ(errors.load(), n);
-  EXPECT_GE(named.load(), 1) << "no message names '" << must_contain << "'";
+  struct Got {
+    bool threw = false;
+    Result code = Result::Success;
+    std::string what;
+    double ms = 0;
+  };
+  std::vector<Got> got(static_cast<size_t>(n));
+  loopback::run(
+      n,
+      [&](Communicator& c) {
+        Got g;
+        const auto t0 = std::chrono::steady_clock::now();
+        try {
+          body(c);
+        } catch (const Error& e) {
+          g.threw = true;
+          g.code = e.code();
+          g.what = e.what();
+        }
+        g.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        got[static_cast<size_t>(c.rank())] = g;
+      },
+      std::chrono::milliseconds(10000));
+  std::vector<int> origins;
+  for (int r = 0; r < n; ++r) {
+    const Got& g = got[static_cast<size_t>(r)];
+    if (g.threw && g.code != Result::RemoteError && g.what.find(must_contain) != std::string::npos) origins.push_back(r);
+  }
+  EXPECT_FALSE(origins.empty()) << "no rank reported '" << must_contain << "' itself; rank 0: " << got[0].what;
+  for (int r = 0; r < n; ++r) {
+    const Got& g = got[static_cast<size_t>(r)];
+    EXPECT_TRUE(g.threw) << "rank " << r << " returned normally";
+    if (!g.threw) continue;
+    EXPECT_LT(g.ms, 2000.0) << "rank " << r << " failed after " << g.ms << " ms: " << g.what;
+    if (std::find(origins.begin(), origins.end(), r) != origins.end()) continue;
+    EXPECT_EQ(g.code, Result::RemoteError) << "rank " << r << ": " << g.what;
+    bool names = false;
+    for (int q : origins) names |= g.what.find("rank " + std::to_string(q) + " aborted") != std::string::npos;
+    EXPECT_TRUE(names) << "rank " << r << " does not name the failing rank: " << g.what;
+    EXPECT_NE(g.what.find(must_contain), std::string::npos) << "rank " << r << " does not quote the error: " << g.what;
+  }
 }
 
 TEST(TorchAdapterErrors, MismatchedShapesAcrossRanks) {
@@ -172,6 +206,23 @@ TEST(TorchAdapterErrors, DenseTensorWhereSparseIsRequiredAndTwoSparseDims) {
     auto plan = libtorch::make_plan(c, ::torch::zeros({10, 4}), "balanced");
     libtorch::allreduce_sparse(*plan, ::torch::zeros({10, 4}, ::torch::kInt).to_sparse(1), false, "ints");
   }, "ints: dtype Int is not supported");
+}
+
+// One rank's bad gradient while its peer is already in the collective: the bad rank tells it at once
+// (the peer must not wait out its timeout), at the plan and at GradSync's layout check.
+TEST(TorchAdapterErrors, OneRanksBadGradientReachesItsPeerAtOnce) {
+  expect_error_everywhere(2, [](Communicator& c) {
+    auto plan = libtorch::make_plan(c, ::torch::zeros({10, 4}), "balanced");
+    const at::Tensor good = ::torch::ones({10, 4}).to_sparse(1);
+    libtorch::allreduce_sparse(*plan, c.rank() == 1 ? ::torch::zeros({10, 4}) : good, false, "my_grad");
+  }, "my_grad: expected a sparse COO tensor");
+  expect_error_everywhere(3, [](Communicator& c) {
+    ::torch::nn::Embedding e(::torch::nn::EmbeddingOptions(10, 4).sparse(true));
+    e->forward(::torch::tensor({int64_t{1}}, ::torch::kLong)).sum().backward();
+    if (c.rank() == 2) e->weight.mutable_grad() = e->weight.grad().to_dense().to_sparse(2);
+    GradSync s(c, *e);
+    s.synchronize();
+  }, "parameter 'weight': gradient");
 }
 
 TEST(TorchAdapterErrors, SixteenBitAndDoubleGradients) {

@@ -105,6 +105,8 @@ class Communicator {
   /// In-place dense allreduce with the backend's native algorithm (MPI_Allreduce, ncclAllReduce, ...).
   void allreduce(void* buf, size_t count, DType dtype, ReduceOp op = ReduceOp::Sum);
   /// In-place bitwise OR of `bytes` bytes over all ranks (presence bitmaps); counted as an allreduce.
+  /// Host memory only: device backends (NCCL, device loopback) refuse it and allreduce_sum_or with
+  /// Unsupported (neither has a device bitwise OR; only the host schemes use them).
   void allreduce_or(void* buf, size_t bytes);
   /// Told during allreduce_sum_or that elements [first, first + count) of the sum, and the whole
   /// support, are final: pieces in order from element 0, while the rest is still being reduced (a

@@ -12,7 +12,9 @@
 //  - zen::cuda::nccl (built when NCCL is found; ZEN_HAVE_NCCL): grouped ncclSend/ncclRecv
 //    alltoallv, grouped per-root ncclBroadcast allgatherv (at most 2048 operations per group),
 //    ncclAllReduce, ncclBroadcast; send/recv match in issue order per peer (tags are range-checked
-//    only, as NCCL has none).
+//    only, as NCCL has none); a send to self is matched locally by the receive from self, a send to
+//    a peer travels in the NCCL group of the rank's next operation (docs/gpu.md).
+//  Without CUDA these entry points throw Unsupported (device_count() is 0).
 #include <array>
 #include <exception>
 #include <functional>
@@ -23,10 +25,12 @@
 
 namespace zen::cuda {
 
-/// Wait until all work on `stream` is done, at most comm.timeout(): polls cudaStreamQuery and, for
-/// NCCL, ncclCommGetAsyncError; on timeout or an asynchronous NCCL error the NCCL communicator is
-/// aborted (ncclCommAbort). Throws Timeout / CudaError / RemoteError naming the rank and operation.
-/// This is the only way zen's device path synchronizes with the host (for counts, see docs/gpu.md).
+/// Wait until all work on `stream` is done, without sleeping: cudaStreamSynchronize on the device
+/// loopback (its waits on peers are bounded by host barriers with the timeout); on NCCL, polls
+/// cudaStreamQuery and ncclCommGetAsyncError, yielding between polls, at most comm.timeout(), and on
+/// timeout or an asynchronous error aborts the communicator (ncclCommAbort). Throws Timeout /
+/// CudaError / RemoteError naming the rank and operation. This is the only way zen's device path
+/// synchronizes with the host (for counts, see docs/gpu.md).
 void stream_wait(Communicator& comm, void* stream);
 
 namespace loopback {

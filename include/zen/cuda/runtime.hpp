@@ -1,11 +1,13 @@
 #pragma once
-// Host-side helpers of the CUDA path, callable from plain C++ (no CUDA headers needed).
+// Host-side helpers of the CUDA path, callable from plain C++ (no CUDA headers needed); declared in
+// every build (without CUDA: no device, and partition_host throws Unsupported).
 #include <cstdint>
 #include <string>
 
 namespace zen::cuda {
 
-/// Number of usable CUDA devices; 0 (never an error) when there is no driver or no GPU.
+/// Number of usable CUDA devices; 0 (never an error) when there is no driver or no GPU, or when zen
+/// was built without CUDA.
 /// `why` receives the reason when the count is 0.
 int device_count(std::string* why = nullptr);
 

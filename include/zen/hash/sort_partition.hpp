@@ -30,6 +30,10 @@ class SortPartition {
   /// partition that does not fit() throw InvalidArgument.
   void partition(const SparseView& in, const Partitioner& part, detail::ThreadPool* pool, HashPartition& out,
                  const uint32_t* fwd = nullptr);
+  /// Grow now what partition() of up to `nnz` entries over `n_owners` owners with up to `tasks`
+  /// tasks needs (its own buffers and `out`'s), so that such a call allocates nothing: a plan that
+  /// hashes a large call may sort-partition a later, smaller one.
+  void reserve(size_t nnz, uint32_t n_owners, int tasks, HashPartition& out);
 
  private:
   std::vector<uint64_t> rec_, tmp_;

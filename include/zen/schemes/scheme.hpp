@@ -125,6 +125,8 @@ struct SyncReport {
   uint64_t global_rows = 0;
   std::string scheme;    ///< the scheme that ran (auto: the one it chose)
   std::string decision;  ///< auto: what it chose and why (empty for the fixed schemes)
+  /// Back to a fresh report, keeping the storage of its vector and strings (no allocation per call).
+  void clear();
 };
 
 /// Handle of a non-blocking call (SparseAllreduce::start / start_dense); move-only. Completing it
@@ -152,33 +154,74 @@ class Request {
   std::shared_ptr<detail::AsyncState> s_;
 };
 
-class SparseAllreduce {
+/// One interface for every plan, host or device (Gloo's CudaAllreduceRing<T, W> derives from the
+/// same Algorithm as the host algorithms): SparseAllreduce (the host schemes below, buffers in host
+/// memory) and the device plans zen::cuda::DeviceBalanced / DeviceHierarchical (buffers in the
+/// memory of the communicator's backend, calls stream-ordered; zen/cuda/balanced.hpp). Callers such
+/// as the C API hold a Plan and dispatch once.
+class Plan {
+ public:
+  virtual ~Plan() = default;
+  virtual const char* name() const = 0;
+  /// Where inputs and outputs live: the communicator's memory space.
+  MemSpace memory_space() const { return comm_.memory_space(); }
+
+  /// Sum `in` over all ranks into a dense buffer of N values of the spec's dtype (overwritten).
+  /// Device plans enqueue the work on the communicator's stream; synchronize() waits for it.
+  virtual void run_dense(const SparseView& in, void* dense_out) = 0;
+  /// The same for a dense gradient of N values: the rows holding a value != 0 are the input entries
+  /// (-0.0 counts as zero, NaN as non-zero). Host plans collect those rows and call run_dense (the
+  /// row lists keep their capacity: no allocation in steady state); device plans scan on the device.
+  virtual void run_dense_from_dense(const void* grad, void* dense_out);
+  /// Sorted sparse output and the non-blocking forms: host plans (SparseAllreduce); device plans
+  /// throw Unsupported naming the rank and the calls they offer.
+  virtual void run(const SparseView& in, SparseTensor& out);
+  virtual Request start(const SparseView& in, SparseTensor& out);
+  virtual Request start_dense(const SparseView& in, void* dense_out);
+  /// Wait for the last call and report errors found on the device (host plans return at once).
+  virtual void synchronize() {}
+
+  /// Report of the last completed call (do not read it while a request of this plan is pending).
+  const SyncReport& report() const { return report_; }
+  const TensorSpec& spec() const { return spec_; }
+  Communicator& comm() { return comm_; }
+
+ protected:
+  Plan(Communicator& comm, const TensorSpec& spec) : comm_(comm), spec_(spec) {}
+  /// Throw Unsupported: `call` is not offered by this (device) plan.
+  [[noreturn]] void unsupported(const char* call) const;
+
+  Communicator& comm_;
+  TensorSpec spec_;
+  SyncReport report_;
+
+ private:
+  std::vector<int64_t> dd_rows_;  // run_dense_from_dense on host memory: the non-zero rows
+  std::vector<uint8_t> dd_vals_;
+};
+
+class SparseAllreduce : public Plan {
  public:
   /// Every scheme's destructor first waits for the non-blocking calls pending on its communicator
   /// (quiesce()), so a plan destroyed while one of its requests runs is safe.
-  virtual ~SparseAllreduce() = default;
-  virtual const char* name() const = 0;
+  ~SparseAllreduce() override = default;
 
   /// Sum `in` over all ranks; `out` receives the sorted sparse result (dense_len/row_width/dtype set).
-  void run(const SparseView& in, SparseTensor& out);
+  void run(const SparseView& in, SparseTensor& out) override;
   /// Sum `in` over all ranks into a dense buffer of N values of the spec's dtype (overwritten).
-  void run_dense(const SparseView& in, void* dense_out);
+  void run_dense(const SparseView& in, void* dense_out) override;
   /// Non-blocking run(): `in`'s buffers and `out` must stay valid and untouched until completion.
   /// Errors found before the call is queued (e.g. a backend without progress-thread support) throw here.
-  Request start(const SparseView& in, SparseTensor& out);
+  Request start(const SparseView& in, SparseTensor& out) override;
   /// Non-blocking run_dense().
-  Request start_dense(const SparseView& in, void* dense_out);
+  Request start_dense(const SparseView& in, void* dense_out) override;
 
   /// Block until every non-blocking call of this plan has finished (what the destructor does first;
   /// no-op on the communicator's progress thread).
   void wait_pending() noexcept;
 
-  /// Report of the last completed call (do not read it while a request of this plan is pending).
-  const SyncReport& report() const { return report_; }
   /// The output options given at setup (SchemeOptions::output).
   const OutputOptions& output() const { return output_; }
-  const TensorSpec& spec() const { return spec_; }
-  Communicator& comm() { return comm_; }
 
  protected:
   SparseAllreduce(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt);
@@ -208,10 +251,7 @@ class SparseAllreduce {
   /// The plan's persistent thread pool (created at first use, see zen/detail/thread_pool.hpp).
   detail::ThreadPool& pool();
 
-  Communicator& comm_;
-  TensorSpec spec_;
   SchemeOptions opt_;
-  SyncReport report_;
   /// Set by plans whose communication buffers live in a workspace they own: every call runs inside
   /// a Communicator::OwnerScope on it, so a failed operation cannot leave MPI pointing at freed memory.
   std::shared_ptr<void> holder_;
@@ -248,7 +288,9 @@ std::unique_ptr<SparseAllreduce> setup_in_order(Communicator& comm,
 
 /// Names: "balanced", "dense" (ring RS+AG over the communicator), "dense_native" (backend allreduce),
 /// "allgather", "sparcml", "omnireduce", "sparse_ps", and "auto" (picks one of them by the cost
-/// model and by measuring the close candidates; SchemeOptions::autotune).
+/// model and by measuring the close candidates; SchemeOptions::autotune). Host plans: a
+/// communicator whose memory is on a device is refused (Unsupported; the device plans are
+/// zen::cuda::DeviceBalanced / DeviceHierarchical, or zen::cuda::make_device_plan).
 std::unique_ptr<SparseAllreduce> make_scheme(const std::string& name, Communicator& comm, const TensorSpec& spec,
                                              const SchemeOptions& opt = {});
 const std::vector<std::string>& scheme_names();
@@ -271,6 +313,8 @@ double seconds_now();
 double imbalance(const std::vector<uint64_t>& load);
 /// Alltoall of one uint64 per peer (entry counts): returns what every peer sent to this rank.
 std::vector<uint64_t> alltoall_counts(Communicator& comm, const std::vector<uint64_t>& send);
+/// Throw Unsupported naming `where`, the rank, `scheme` and the backend unless `comm` holds host memory.
+void require_host_memory(const Communicator& comm, const char* where, const std::string& scheme);
 }  // namespace detail
 
 }  // namespace zen

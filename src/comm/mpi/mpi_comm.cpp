@@ -1200,8 +1200,12 @@ class MpiComm final : public Communicator {
   // its way: MPI recycles context ids, and Open MPI's next communicator creation can stall on
   // messages addressed to a freed one. Every rank sends "closing" to every peer on both control
   // tags and consumes what arrives on them until it has every peer's "closing" (MPI keeps a sender's
-  // messages in order, so its earlier control messages are consumed first), waiting at most the
-  // timeout (1..10 s): communicators are freed collectively, so peers arrive together.
+  // messages in order, so its earlier control messages are consumed first), waiting at most twice
+  // the timeout (1..10 s): communicators are freed collectively, so peers arrive together, and a
+  // peer still inside an operation on this communicator (this rank left it) fails within 1.5x the
+  // timeout (T + the presence check's T/2) and then closes too. A bound of one timeout freed the
+  // communicator before such a peer's messages arrived; Open MPI later crashed (mca_pml_ob1_add_comm)
+  // creating a communicator that reused the context id (tests/capi/test_capi_mpi.cpp, n = 3, T = 1 s).
   void close_control_channels() {
     if (size_ == 1) return;
     auto bufs = std::make_unique<std::pair<AbortHeader, Diag>>(AbortHeader{nonce_, rank_, kClosing, 0, 0},
@@ -1222,7 +1226,7 @@ class MpiComm final : public Communicator {
         seen[static_cast<size_t>(p) * 2] = 1;
         --left;
       }
-    const auto bound = std::min(std::max(timeout_, Ms(1000)), Ms(10000));
+    const auto bound = std::min(std::max(2 * timeout_, Ms(1000)), Ms(10000));
     const auto until = std::chrono::steady_clock::now() + bound;
     while (left > 0 && std::chrono::steady_clock::now() < until) {
       bool got = false;

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../../test_inputs.hpp"
 #include "sim_test_util.hpp"
 #include "zen/fl/sim/experiment.hpp"
 #include "zen/fl/sim/loopback_runner.hpp"
@@ -358,7 +359,7 @@ TEST(Experiment, Razmi2022SetupRunsOnItsOwnLinkBudget) {
 
 TEST(Experiment, RealFashionMnistReachesEightyPercentUnderBothSchemes) {
   if (!std::filesystem::exists(default_fashion_mnist_dir() + "/train-images-idx3-ubyte.gz"))
-    GTEST_SKIP() << "Fashion-MNIST not installed (Debian dataset-fashion-mnist)";
+    ZEN_SKIP_WITHOUT_INPUT("Fashion-MNIST not installed (Debian dataset-fashion-mnist)");
   ExperimentConfig cfg;
   cfg.rounds = 5;
   cfg.learn = loopback_runner();

@@ -5,7 +5,9 @@
 //   wait on the peers' `ready`, cudaMemcpyAsync from their buffers into own buffers, record `done`
 //                                                                          -> barrier 2
 //   wait on the peers' `done` (nobody reuses a send buffer a peer still reads) -> barrier 3
-// Barrier 3 also guarantees nobody re-records an event a peer has not waited on yet.
+// Barrier 3 also guarantees nobody re-records an event a peer has not waited on yet. Every
+// event a stream waits on was recorded before a host barrier, so a stream never waits on a peer
+// that has not posted: waiting for the stream is a plain cudaStreamSynchronize (DeviceComm).
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -13,64 +15,12 @@
 #include <mutex>
 #include <thread>
 
-#include "check.cuh"
 #include "device_comm.hpp"
+#include "kernels/check.cuh"
 #include "zen/cuda/comm.hpp"
 #include "zen/cuda/kernels.hpp"
 
 namespace zen::cuda {
-
-namespace detail {
-
-void DeviceComm::cuda_check(cudaError_t e, int peer, const char* what) const {
-  if (e == cudaSuccess) return;
-  cudaGetLastError();
-  fail(Result::CudaError, peer, std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-void DeviceComm::wait_stream(cudaStream_t stream) {
-  flush();
-  const auto deadline = std::chrono::steady_clock::now() + timeout_;
-  for (unsigned spin = 0;; ++spin) {
-    const cudaError_t q = cudaStreamQuery(stream);
-    if (q == cudaSuccess) return;
-    if (q != cudaErrorNotReady) {
-      cudaGetLastError();
-      fail(Result::CudaError, -1, std::string("stream wait: ") + cudaGetErrorString(q));
-    }
-    poll_backend();
-    if (std::chrono::steady_clock::now() > deadline) {
-      on_timeout();
-      fail(Result::Timeout, -1, "device work did not complete within " + std::to_string(timeout_.count()) +
-                                    " ms (a peer did not take part, or a kernel hangs)");
-    }
-    if (spin > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-}
-
-}  // namespace detail
-
-void stream_wait(Communicator& comm, void* stream) {
-  auto* dc = dynamic_cast<detail::DeviceComm*>(&comm);
-  cudaStream_t s = static_cast<cudaStream_t>(stream);
-  if (dc) {
-    dc->wait_stream(s);
-    return;
-  }
-  const auto deadline = std::chrono::steady_clock::now() + comm.timeout();
-  for (;;) {
-    const cudaError_t q = cudaStreamQuery(s);
-    if (q == cudaSuccess) return;
-    if (q != cudaErrorNotReady) {
-      cudaGetLastError();
-      ZEN_THROW(Result::CudaError, "rank " + std::to_string(comm.rank()) + " stream wait: " + cudaGetErrorString(q));
-    }
-    if (std::chrono::steady_clock::now() > deadline)
-      ZEN_THROW(Result::Timeout, "rank " + std::to_string(comm.rank()) + " stream wait: device work did not complete within " +
-                                     std::to_string(comm.timeout().count()) + " ms");
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-}
 
 namespace loopback {
 namespace {
@@ -254,7 +204,7 @@ class DeviceLoopbackComm final : public detail::DeviceComm {
       if (p != rank_) wait_event(peer(p).ready(), p);
       srcs[p] = static_cast<const uint8_t*>(w_->posts[p].buf) + my_lo * es;
     }
-    if (mine) reduce_rank_order(srcs.data(), n, mine, dtype, op, tmp_, stream_);
+    if (mine) Kernels<Gpu>::reduce_rank_order(srcs.data(), n, mine, dtype, op, tmp_, stream_);
     record(done_);
     barrier();
     for (int p = 0; p < n; ++p)
