@@ -12,16 +12,28 @@
 // sparse and dense output, three requests in flight, so every cache (the allocator's, MPI's) reaches
 // its high-water mark; the warm-up ends --warmup-s seconds after them. Every --sample-s seconds (and
 // at the end of the warm-up steps) every rank drops its plans, returns free heap to the system
-// (malloc_trim) and samples its RSS (VmRSS), open descriptors (/proc/self/fd) and threads; rank 0
-// writes them to --csv (t_s, calls, bytes, rank, rss_kib, fds, threads). At the end rank 0 compares
-// each rank's samples after the warm-up with its warm-up samples: any descriptor or thread above the
-// warm-up maximum, or RSS more than --rss-growth-mib (16 MiB) above it, is growth. It prints one line
-//   zen_soak: PASS|FAIL calls C (...), bytes B, ..., wrong W, RSS growth ..., descriptors, threads
+// (malloc_trim) and samples its RSS (VmRSS), the heap in use (bytes allocated and not freed, every
+// malloc arena and mmapped chunk: mallinfo2; under ASan its allocator's count), open descriptors
+// (/proc/self/fd) and threads; rank 0 writes them to --csv (t_s, calls, bytes, rank, rss_kib, fds,
+// threads, heap_kib, free_kib). At the end rank 0 compares each rank's samples after the warm-up with
+// its warm-up samples: any descriptor or thread above the warm-up maximum, heap in use more than
+// --heap-growth-mib (1 MiB) above it, or RSS more than --rss-growth-mib (16 MiB) above it, is growth
+// (RSS is not judged under ASan, whose quarantine keeps freed memory by design). The heap is the
+// leak check: RSS also counts free memory the allocator keeps (glibc's per-thread arenas keep tens
+// of MiB; scripts/soak.sh runs with MALLOC_ARENA_MAX=1, docs/reliability.md "Soak"). It prints
+//   zen_soak: PASS|FAIL calls C (...), bytes B, ..., wrong W, heap growth ..., RSS growth ..., descriptors, threads
 // and exits 1 on growth or a wrong result. A call that fails (or does not finish within the
 // communicator timeout, --timeout-s) ends the job (MPI_Abort, exit 2).
 #include <CLI/CLI.hpp>
 #include <dirent.h>
 #include <malloc.h>
+#if defined(__SANITIZE_ADDRESS__)
+// The sanitizer runtime's allocator statistics (compiler-rt's sanitizer/allocator_interface.h, which
+// GCC does not install; libasan exports them).
+extern "C" size_t __sanitizer_get_current_allocated_bytes();
+extern "C" size_t __sanitizer_get_free_bytes();
+#define ZEN_SOAK_ASAN 1
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -158,6 +170,7 @@ struct Sample {
   double t;
   long long calls, bytes;
   long long rss_kib, fds, threads;  // per rank, gathered on rank 0
+  long long heap_kib, free_kib;     // malloc: bytes in use (all arenas, mmapped chunks included), free bytes kept
 };
 
 long long proc_status(const char* key) {
@@ -179,6 +192,19 @@ long long open_fds() {
   return n;
 }
 
+// Heap in use and free bytes the allocator keeps, in KiB. glibc: mallinfo2 over every arena
+// (uordblks, plus hblkhd for the chunks it mmapped); ASan replaces malloc: its allocator's counts.
+void heap_kib(long long& in_use, long long& kept_free) {
+#ifdef ZEN_SOAK_ASAN
+  in_use = static_cast<long long>(__sanitizer_get_current_allocated_bytes() / 1024);
+  kept_free = static_cast<long long>(__sanitizer_get_free_bytes() / 1024);
+#else
+  const struct mallinfo2 mi = mallinfo2();
+  in_use = static_cast<long long>((mi.uordblks + mi.hblkhd) / 1024);
+  kept_free = static_cast<long long>(mi.fordblks / 1024);
+#endif
+}
+
 const char* dtype_str(DType t) {
   switch (t) {
     case DType::F32: return "f32";
@@ -192,7 +218,7 @@ const char* dtype_str(DType t) {
 
 int main(int argc, char** argv) {
   CLI::App app{"zen: soak (seeded random calls, every result checked, RSS / descriptors / threads sampled)"};
-  double seconds = 120, sample_s = 5, warmup_s = -1, timeout_s = 120, rss_growth_mib = 16;
+  double seconds = 120, sample_s = 5, warmup_s = -1, timeout_s = 120, rss_growth_mib = 16, heap_growth_mib = 1;
   double max_mb = 64;
   uint64_t seed = 1;
   std::string csv;
@@ -204,6 +230,8 @@ int main(int argc, char** argv) {
   app.add_option("--sample-s", sample_s, "seconds between samples")->capture_default_str();
   app.add_option("--warmup-s", warmup_s, "warm-up after the forced largest calls (-1: a tenth of the run)")->capture_default_str();
   app.add_option("--rss-growth-mib", rss_growth_mib, "RSS above the warm-up maximum that counts as growth")->capture_default_str();
+  app.add_option("--heap-growth-mib", heap_growth_mib, "heap in use above the warm-up maximum that counts as growth (a leak)")
+      ->capture_default_str();
   app.add_option("--timeout-s", timeout_s, "communicator timeout (a hang becomes an error)")->capture_default_str();
   app.add_option("--csv", csv, "samples (rank 0 writes)");
   app.add_option("--schemes", only, "draw only these schemes (default: every one, and hierarchical)")->delimiter(',');
@@ -243,7 +271,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "zen_soak: cannot write %s\n", csv.c_str());
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    std::fprintf(out, "t_s,calls,bytes,rank,rss_kib,fds,threads\n");
+    std::fprintf(out, "t_s,calls,bytes,rank,rss_kib,fds,threads,heap_kib,free_kib\n");
   }
 
   for (uint64_t step = 0;; ++step) {
@@ -259,18 +287,21 @@ int main(int argc, char** argv) {
     if (ctl[1]) {
       cache.clear();
       malloc_trim(0);
-      long long mine[3] = {proc_status("VmRSS:"), open_fds(), proc_status("Threads:")};
-      std::vector<long long> all(3 * static_cast<size_t>(n));
-      MPI_Gather(mine, 3, MPI_LONG_LONG, all.data(), 3, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+      constexpr int K = 5;
+      long long mine[K] = {proc_status("VmRSS:"), open_fds(), proc_status("Threads:"), 0, 0};
+      heap_kib(mine[3], mine[4]);
+      std::vector<long long> all(K * static_cast<size_t>(n));
+      MPI_Gather(mine, K, MPI_LONG_LONG, all.data(), K, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
       if (rank == 0) {
         const double t = elapsed();
         for (int r = 0; r < n; ++r) {
-          samples.push_back({t, calls, bytes, all[3 * r], all[3 * r + 1], all[3 * r + 2]});
-          if (out) std::fprintf(out, "%.1f,%lld,%lld,%d,%lld,%lld,%lld\n", t, calls, bytes, r, all[3 * r], all[3 * r + 1], all[3 * r + 2]);
+          const long long* a = &all[K * static_cast<size_t>(r)];
+          samples.push_back({t, calls, bytes, a[0], a[1], a[2], a[3], a[4]});
+          if (out) std::fprintf(out, "%.1f,%lld,%lld,%d,%lld,%lld,%lld,%lld,%lld\n", t, calls, bytes, r, a[0], a[1], a[2], a[3], a[4]);
         }
         if (out) std::fflush(out);
-        std::printf("zen_soak: t %.0f s, calls %lld, bytes %lld, rank 0 rss %lld KiB, fds %lld, threads %lld\n", t, calls, bytes,
-                    all[0], all[1], all[2]);
+        std::printf("zen_soak: t %.0f s, calls %lld, bytes %lld, rank 0 rss %lld KiB, heap %lld KiB (free %lld), fds %lld, threads %lld\n",
+                    t, calls, bytes, all[0], all[3], all[4], all[1], all[2]);
         std::fflush(stdout);
       }
     }
@@ -407,11 +438,16 @@ int main(int argc, char** argv) {
     if (out) std::fclose(out);
     // Growth: each rank's samples after the warm-up against its warm-up maximum.
     std::string growth;
-    double worst_rss = 0;
+    double worst_rss = 0, worst_heap = 0;
+#ifdef ZEN_SOAK_ASAN
+    const bool judge_rss = false;  // ASan's quarantine keeps freed memory resident by design
+#else
+    const bool judge_rss = true;
+#endif
     long long fd_lo = 1 << 30, fd_hi = 0, th_lo = 1 << 30, th_hi = 0;
     size_t post = 0;
     for (int r = 0; r < n; ++r) {
-      long long w_rss = 0, w_fd = 0, w_th = 0, p_rss = 0, p_fd = 0, p_th = 0;
+      long long w_rss = 0, w_fd = 0, w_th = 0, p_rss = 0, p_fd = 0, p_th = 0, w_heap = 0, p_heap = 0;
       bool have_w = false, have_p = false;
       for (size_t i = static_cast<size_t>(r); i < samples.size(); i += static_cast<size_t>(n)) {
         const Sample& s = samples[i];
@@ -420,17 +456,26 @@ int main(int argc, char** argv) {
         if (s.t < warm_end || !have_w) {
           have_w = true;
           w_rss = std::max(w_rss, s.rss_kib), w_fd = std::max(w_fd, s.fds), w_th = std::max(w_th, s.threads);
+          w_heap = std::max(w_heap, s.heap_kib);
         } else {
           have_p = true;
           ++post;
           p_rss = std::max(p_rss, s.rss_kib), p_fd = std::max(p_fd, s.fds), p_th = std::max(p_th, s.threads);
+          p_heap = std::max(p_heap, s.heap_kib);
         }
       }
       if (!have_p) continue;
       const double g_mib = static_cast<double>(p_rss - w_rss) / 1024.0;
       worst_rss = std::max(worst_rss, g_mib);
+      const double h_mib = static_cast<double>(p_heap - w_heap) / 1024.0;
+      worst_heap = std::max(worst_heap, h_mib);
       char b[200];
-      if (g_mib > rss_growth_mib) {
+      if (h_mib > heap_growth_mib) {
+        std::snprintf(b, sizeof b, " rank %d heap in use +%.2f MiB over its warm-up maximum (limit %.2f): a leak;", r, h_mib,
+                      heap_growth_mib);
+        growth += b;
+      }
+      if (judge_rss && g_mib > rss_growth_mib) {
         std::snprintf(b, sizeof b, " rank %d RSS +%.1f MiB over its warm-up maximum (limit %.0f);", r, g_mib, rss_growth_mib);
         growth += b;
       }
@@ -448,11 +493,11 @@ int main(int argc, char** argv) {
     std::string mix;
     for (auto& [s, c] : per_scheme) mix += (mix.empty() ? "" : " ") + s + " " + std::to_string(c);
     std::printf("zen_soak: %s calls %lld (non-blocking %lld, dense output %lld, sub-communicators %lld, plans %lld; %s), "
-                "bytes %lld, %.0f s, samples %zu (%zu after the warm-up, which ended at %.0f s), wrong %lld, RSS growth max %+.1f MiB "
-                "(limit %.0f), descriptors %lld..%lld, threads %lld..%lld%s%s\n",
+                "bytes %lld, %.0f s, samples %zu (%zu after the warm-up, which ended at %.0f s), wrong %lld, heap growth max %+.2f MiB "
+                "(limit %.2f), RSS growth max %+.1f MiB (limit %.0f%s), descriptors %lld..%lld, threads %lld..%lld%s%s\n",
                 rc ? "FAIL" : "PASS", calls, nb_calls, dense_calls, subcomms, plans_made, mix.c_str(), bytes, elapsed(),
-                samples.size() / static_cast<size_t>(n), post / static_cast<size_t>(n), warm_end > 1e299 ? -1.0 : warm_end, wrong_all, worst_rss,
-                rss_growth_mib, fd_lo, fd_hi, th_lo, th_hi, growth.empty() ? "" : ", growth:", growth.c_str());
+                samples.size() / static_cast<size_t>(n), post / static_cast<size_t>(n), warm_end > 1e299 ? -1.0 : warm_end, wrong_all, worst_heap,
+                heap_growth_mib, worst_rss, rss_growth_mib, judge_rss ? "" : ", not judged under ASan", fd_lo, fd_hi, th_lo, th_hi, growth.empty() ? "" : ", growth:", growth.c_str());
     std::fflush(stdout);
   }
   MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
