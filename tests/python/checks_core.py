@@ -396,10 +396,10 @@ def errors_per_result(ctx):
     # zenInvalidArgument on the rank with a bad index; zenRemoteError naming it everywhere else; at once.
     with world(ctx) as c:
         p = zen.SparseAllreduce(c, R * D, D, "f32", "balanced")
-        # Every rank has left the setup's last exchange before rank 0's error poisons the
-        # communicator (else a slow rank's setup fails with the RemoteError: seen at n = 3 under
-        # load). An MPI barrier: zen's own could itself be the call the poison reaches.
-        ctx.world.Barrier()
+        # Every rank has finished creating the plan before rank 0 fails (an MPI barrier, outside zen):
+        # otherwise rank 0's abort can reach a peer still inside the creation's exchange, which then
+        # rightly raises the RemoteError there rather than in dense().
+        ctx.barrier()
         idx, vals = rank_input(r)
         if r == 0:
             idx = idx.copy()
