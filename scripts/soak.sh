@@ -32,10 +32,18 @@ mkdir -p "$out"
 export MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-1}
 echo "soak.sh: $secs s under mpirun -np 4, MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX (samples in $out/soak.csv)"
 set +e
+start=$SECONDS
 timeout -k 10 $((secs + 300)) mpirun -x MALLOC_ARENA_MAX -np 4 "$bin" --seconds "$secs" --csv "$out/soak.csv" "$@" 2>&1 | tee "$out/soak.log"
 rc=${PIPESTATUS[0]}
 set -e
-if [[ $rc == 124 || $rc == 137 ]]; then echo "soak.sh: FAIL: the run did not end within 5 minutes of its end time (a hang)"; fi
+# 124 / 137 also come from mpirun when a rank was killed (e.g. SIGKILL from the kernel's OOM
+# killer): only a run that lasted past the limit is a hang.
+if ((rc != 0 && SECONDS - start >= secs + 300)); then
+  echo "soak.sh: FAIL: the run did not end within 5 minutes of its end time (a hang)"
+elif ((rc > 128)); then
+  echo "soak.sh: FAIL: exit status $rc after $((SECONDS - start)) s: a rank ended by signal $((rc - 128))" \
+    "(9 without a hang: the OOM killer, see dmesg)"
+fi
 if command -v gnuplot >/dev/null && [[ -s $out/soak.csv ]]; then
   gnuplot <<GP || echo "soak.sh: gnuplot failed (no plot)"
 set terminal pngcairo size 1200,1200 font ",10"
