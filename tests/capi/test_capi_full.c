@@ -72,10 +72,10 @@ typedef struct {
 } Variant;
 
 static const Variant variants[] = {
-    {"balanced", 0, 0, 0},  {"dense", 0, 0, 0},        {"dense_native", 0, 0, 0}, {"allgather", 0, 0, 0},
-    {"sparcml", 0, 0, 0},   {"omnireduce", 0, 0, 0},   {"sparse_ps", 0, 0, 0},    {"auto", 0, 0, 0},
-    {"hierarchical", 1, 0, 0}, {"hier_allgather", -1, 0, 0}, {"hierarchical", 2, 1, 0}, {"hier_sparcml", 2, 0, 0},
-    {"balanced", 0, 0, zenPullEliasFano}, {"sparse_ps", 0, 0, zenPullEliasFano}, {"balanced", 0, 0, zenPullBitmap},
+    {"balanced", 0, 0, 0, 0},  {"dense", 0, 0, 0, 0},        {"dense_native", 0, 0, 0, 0}, {"allgather", 0, 0, 0, 0},
+    {"sparcml", 0, 0, 0, 0},   {"omnireduce", 0, 0, 0, 0},   {"sparse_ps", 0, 0, 0, 0},    {"auto", 0, 0, 0, 0},
+    {"hierarchical", 1, 0, 0, 0}, {"hier_allgather", -1, 0, 0, 0}, {"hierarchical", 2, 1, 0, 0}, {"hier_sparcml", 2, 0, 0, 0},
+    {"balanced", 0, 0, zenPullEliasFano, 0}, {"sparse_ps", 0, 0, zenPullEliasFano, 0}, {"balanced", 0, 0, zenPullBitmap, 0},
     {"balanced", 0, 0, 0, 1}, {"auto", 0, 0, 0, 1}, {"hierarchical", 1, 0, 0, 1},
 };
 #define NVAR (int)(sizeof variants / sizeof variants[0])
