@@ -59,13 +59,15 @@ typedef struct {
   int node_size;   /* hierarchical: 0 = default */
   int given_comms; /* hierarchical: pass caller-made node communicators */
   int encoding;    /* balanced / sparse_ps: push and pull encoding (0 = zenPullAuto) */
+  int agreed;      /* the world communicator in agreed call order (zenCommSetCallOrder) */
 } Variant;
 
 static const Variant variants[] = {
-    {"balanced", 0, 0, 0},  {"dense", 0, 0, 0},        {"dense_native", 0, 0, 0}, {"allgather", 0, 0, 0},
-    {"sparcml", 0, 0, 0},   {"omnireduce", 0, 0, 0},   {"sparse_ps", 0, 0, 0},    {"auto", 0, 0, 0},
-    {"hierarchical", 1, 0, 0}, {"hier_allgather", -1, 0, 0}, {"hierarchical", 2, 1, 0}, {"hier_sparcml", 2, 0, 0},
-    {"balanced", 0, 0, zenPullEliasFano}, {"sparse_ps", 0, 0, zenPullEliasFano}, {"balanced", 0, 0, zenPullBitmap},
+    {"balanced", 0, 0, 0, 0},  {"dense", 0, 0, 0, 0},        {"dense_native", 0, 0, 0, 0}, {"allgather", 0, 0, 0, 0},
+    {"sparcml", 0, 0, 0, 0},   {"omnireduce", 0, 0, 0, 0},   {"sparse_ps", 0, 0, 0, 0},    {"auto", 0, 0, 0, 0},
+    {"hierarchical", 1, 0, 0, 0}, {"hier_allgather", -1, 0, 0, 0}, {"hierarchical", 2, 1, 0, 0}, {"hier_sparcml", 2, 0, 0, 0},
+    {"balanced", 0, 0, zenPullEliasFano, 0}, {"sparse_ps", 0, 0, zenPullEliasFano, 0}, {"balanced", 0, 0, zenPullBitmap, 0},
+    {"balanced", 0, 0, 0, 1}, {"auto", 0, 0, 0, 1}, {"hierarchical", 1, 0, 0, 1},
 };
 #define NVAR (int)(sizeof variants / sizeof variants[0])
 
@@ -242,6 +244,8 @@ static void run_n(int n, const Variant* v) {
     CHECK(0, "loopback %d", n);
     return;
   }
+  if (v->agreed)
+    for (int r = 0; r < n; ++r) CHECK(zenCommSetCallOrder(world[r], zenCallOrderAgreed) == zenSuccess, "agreed order");
   int L = v->node_size > 0 ? v->node_size : n;
   const int use_given = v->given_comms && n % L == 0;
   if (v->node_size > 0 && n % L != 0) L = 1;
@@ -348,6 +352,11 @@ static void options_versioning(void) {
   CHECK(zenSparseAllreduceCreate(&op, c, "hierarchical", NE, D, zenFloat32, &o) != zenSuccess, "node size 3 of 1 rank");
   zenCommDestroy(c);
   CHECK(zenOptionsInit(NULL) == zenInvalidArgument, "init NULL");
+  zenCommInitLoopback(&c, 1);
+  CHECK(zenCommSetCallOrder(c, (zenCallOrder_t)7) == zenInvalidArgument && strstr(zenGetLastError(), "unknown order") != NULL,
+        "call order 7");
+  CHECK(zenCommSetCallOrder(NULL, zenCallOrderAgreed) == zenInvalidArgument, "call order NULL");
+  zenCommDestroy(c);
   int done = 0;
   CHECK(zenRequestTest(NULL, &done) == zenSuccess && done == 1, "test NULL");
   CHECK(strcmp(zenGetVersionString(), ZEN_VERSION_STRING) == 0, "version string");
