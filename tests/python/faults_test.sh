@@ -35,8 +35,7 @@ scenario() {  # MODE MPIEXEC-OPTIONS... -- ARGS...
 }
 if ((np >= 3)); then scenario killed --mca orte_enable_recovery 1 -- --victim $((np - 1)); fi
 if ((np >= 2)); then scenario oom -- --victim 1; fi
-# threads (two communicators under MPI_THREAD_SERIALIZED) is not run here: one of three runs at n = 3
-# hung past 60 s (docs/reliability.md, "From Python"); run it by hand: mpirun -np 3 python3 faults.py threads
+scenario threads --
 scenario single --
 [[ $fail == 0 ]] && echo "faults_test: pass (n=$np)"
 exit $fail
