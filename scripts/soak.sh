@@ -12,7 +12,7 @@
 # free memory kept in the progress and pool threads' arenas grows RSS by tens of MiB over thousands of
 # calls while the heap in use stays flat (allocator retention, not a leak; docs/reliability.md "Soak").
 # A step's requests hold at most --inflight-mb MB of sparse input per rank (default half of --max-mb):
-# at --max-mb 64 a rank peaked at 0.96 GB (VmHWM; allgather holds every rank's input).
+# at --max-mb 64 a rank peaked at about 1 GiB (VmHWM; allgather holds every rank's input).
 #   scripts/soak.sh [MINUTES] [zen_soak options: --seed S --max-mb M --inflight-mb I --sample-s S ...]
 # Writes $ZEN_SOAK_OUT (default build/soak/): soak.csv (t_s, calls, bytes, rank, rss_kib, fds,
 # threads, heap_kib, free_kib), soak.log, and soak.png (RSS / heap in use / descriptors / threads per
