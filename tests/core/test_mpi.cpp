@@ -72,8 +72,12 @@ TEST(Mpi, SumOrThrowingPieceCallback) {
   }
   const bool reports = sum_or_reports_pieces(*c);
   EXPECT_EQ(threw, r == 0 && reports) << "rank " << r;
-  if (r == 0 && reports) EXPECT_EQ(ctx.calls, 1);
-  if (!reports) EXPECT_EQ(ctx.calls, 0);
+  if (r == 0 && reports) {
+    EXPECT_EQ(ctx.calls, 1);
+  }
+  if (!reports) {
+    EXPECT_EQ(ctx.calls, 0);
+  }
   const float want = static_cast<float>(n * (n + 1) / 2);
   for (size_t i = 0; i < count; ++i) {
     ASSERT_EQ(buf[i], want) << "rank " << r << " element " << i;

@@ -147,7 +147,9 @@ SparseTensor reference(const std::vector<SparseTensor>& ins, int node_size, cons
 inline void expect_same_bits(const SparseTensor& got, const SparseTensor& want, const std::string& what) {
   ASSERT_EQ(got.indices, want.indices) << what;
   ASSERT_EQ(got.values.size(), want.values.size()) << what;
-  if (!got.values.empty()) ASSERT_EQ(0, std::memcmp(got.values.data(), want.values.data(), got.values.size())) << what;
+  if (!got.values.empty()) {
+    ASSERT_EQ(0, std::memcmp(got.values.data(), want.values.data(), got.values.size())) << what;
+  }
 }
 
 /// Dense image of a sorted sparse tensor.
@@ -185,7 +187,9 @@ void check_hierarchical_rank(Communicator& world, Communicator* intra, Communica
   std::vector<uint8_t> dense(spec.dense_len * sizeof(T) + 1, 0xAB);
   s->run_dense(ins[r].view(), dense.data());
   const auto wd = dense_of(want);
-  if (!wd.empty()) ASSERT_EQ(0, std::memcmp(dense.data(), wd.data(), wd.size())) << what << " dense";
+  if (!wd.empty()) {
+    ASSERT_EQ(0, std::memcmp(dense.data(), wd.data(), wd.size())) << what << " dense";
+  }
   ASSERT_EQ(dense.back(), 0xAB) << what << " wrote past the dense buffer";
   EXPECT_EQ(s->report().result_nnz, want.nnz()) << what;
 }

@@ -101,13 +101,18 @@ TEST_P(TorchAdapter, GradSyncEqualsTheAverageOfAllRanks) {
           const std::string where = scheme + " n=" + std::to_string(n) + " rank " + std::to_string(c.rank()) +
                                     (average ? " average" : " sum") + (dense_output ? " dense" : " sparse");
           ASSERT_EQ(g.is_sparse(), !dense_output) << where;
-          if (!dense_output) EXPECT_TRUE(g.is_coalesced()) << where;
+          if (!dense_output) {
+            EXPECT_TRUE(g.is_coalesced()) << where;
+          }
           const double d = n;
           const at::Tensor want = average ? sum_emb / d : sum_emb;
           EXPECT_TRUE(::torch::equal(g.to_dense(), want)) << where << "\n" << (g.to_dense() - want).abs().max();
           const at::Tensor wu = average ? sum_unused / d : sum_unused;
-          if (n == 1 && step == 0) EXPECT_FALSE(net.unused->weight.grad().defined()) << where << " (unused everywhere)";
-          else if (n > 1) EXPECT_TRUE(::torch::equal(net.unused->weight.grad().to_dense(), wu)) << where << " (unused on even ranks)";
+          if (n == 1 && step == 0) {
+            EXPECT_FALSE(net.unused->weight.grad().defined()) << where << " (unused everywhere)";
+          } else if (n > 1) {
+            EXPECT_TRUE(::torch::equal(net.unused->weight.grad().to_dense(), wu)) << where << " (unused on even ranks)";
+          }
           EXPECT_TRUE(::torch::allclose(net.head->weight.grad(), average ? sum_w / d : sum_w, 1e-6, 1e-6)) << where;
           EXPECT_TRUE(::torch::allclose(net.head->bias.grad(), average ? sum_b / d : sum_b, 1e-6, 1e-6)) << where;
           // With dense output the gradients stay dense (backward accumulates into them) from the
