@@ -569,7 +569,7 @@ zenResult_t zenSparseAllreduceLastReport(zenSparseAllreduce_t op, zenReport_t* r
     if (report->size < need)
       ZEN_THROW(zen::Result::InvalidArgument, "zenSparseAllreduceLastReport: report->size is " +
                                                   std::to_string(report->size) + "; set it to sizeof(zenReport_t)");
-    const auto& r = report_of(*op);
+    const auto& r = plan_of(*op).report();
     zenReport_t full;
     std::memset(&full, 0, sizeof full);
     full.size = sizeof(zenReport_t);
@@ -598,7 +598,7 @@ zenResult_t zenSparseAllreduceLastPhase(zenSparseAllreduce_t op, int phase, cons
                                         uint64_t* recv, double* seconds) {
   return guard([&] {
     ZEN_C_NOT_NULL(op);
-    const auto& r = report_of(*op);
+    const auto& r = plan_of(*op).report();
     if (phase < 0 || static_cast<size_t>(phase) >= r.phases.size())
       ZEN_THROW(zen::Result::InvalidArgument, "zenSparseAllreduceLastPhase: phase " + std::to_string(phase) +
                                                   " is outside [0, " + std::to_string(r.phases.size()) + ")");
