@@ -388,13 +388,13 @@ Traffic traffic(const std::string& scheme, const Problem& p, const Counts& c) {
     };
     if (bal) phase("hash", 0, 0);
     PhaseTraffic& cn = phase("counts", lg, lg);
-    if (bal) phase("encode", 0, 0);
+    phase("encode", 0, 0);
     PhaseTraffic& pu = phase("push", one, nm1);
-    if (bal) phase("aggregate", 0, 0);
+    phase("aggregate", 0, 0);
     PhaseTraffic& me = phase("meta", lg, lg);
-    if (bal) phase("encode", 0, 0);
+    phase("encode", 0, 0);
     PhaseTraffic& pl = phase("pull", one, nm1);
-    if (bal) phase("decode", 0, 0);
+    phase("decode", 0, 0);
     for (int r = 0; r < n; ++r) {
       const auto ur = static_cast<size_t>(r);
       cn.sent[ur] = cn.recv[ur] = 8 * (un - 1);
