@@ -25,8 +25,8 @@ struct Workspace {
   bool present_dirty = false;
 };
 
-using plan::load_as;
-using plan::store_as;
+using wire::load_as;
+using wire::store_as;
 
 class Allgather final : public SparseAllreduce {
  public:
@@ -75,7 +75,7 @@ class Allgather final : public SparseAllreduce {
     {
       // Encode in place: this rank's block of the gather buffer.
       uint8_t* msg = all + w.displ[me];
-      for (size_t i = 0; i < mine; ++i) plan::store_key(msg, i, isz, static_cast<uint64_t>(loc.keys[i]));
+      for (size_t i = 0; i < mine; ++i) wire::store_key(msg, i, isz, static_cast<uint64_t>(loc.keys[i]));
       if (mine) std::memcpy(msg + mine * isz, loc.rows, mine * rb);
     }
     {
@@ -86,9 +86,9 @@ class Allgather final : public SparseAllreduce {
     for (int p = 0; p < n; ++p) {
       const uint8_t* keys = all + w.displ[p];
       for (size_t i = 0; i < w.counts[p]; ++i)
-        if (plan::load_key(keys, i, isz) >= R)
+        if (wire::load_key(keys, i, isz) >= R)
           ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " allgather: peer " + std::to_string(p) + " sent row " +
-                                              std::to_string(plan::load_key(keys, i, isz)) + " outside [0, " + std::to_string(R) + ")");
+                                              std::to_string(wire::load_key(keys, i, isz)) + " outside [0, " + std::to_string(R) + ")");
     }
     if constexpr (std::is_same_v<A, T>) {
       if (!sparse_out) {
@@ -105,7 +105,7 @@ class Allgather final : public SparseAllreduce {
       for (int p = 0; p < n; ++p) {
         const uint8_t* keys = all + w.displ[p];
         const size_t vbase = w.displ[p] + w.counts[p] * isz;
-        for (size_t i = 0; i < w.counts[p]; ++i) kv[o++] = plan::KV{plan::load_key(keys, i, isz), vbase + i * rb};
+        for (size_t i = 0; i < w.counts[p]; ++i) kv[o++] = plan::KV{wire::load_key(keys, i, isz), vbase + i * rb};
       }
     }
     w.sorter.sort(w.kv, w.kv_tmp, entries, plan::bits_for(R), &tp);
@@ -175,8 +175,8 @@ class Allgather final : public SparseAllreduce {
           const uint8_t* rows = keys + w.counts[p] * isz;
           const size_t cnt = w.counts[p];
           for (size_t i = 0; i < cnt; ++i) {
-            if (i + 16 < cnt) __builtin_prefetch(d + plan::load_key(keys, i + 16, isz) * rw, 1);
-            const uint64_t row = plan::load_key(keys, i, isz);
+            if (i + 16 < cnt) __builtin_prefetch(d + wire::load_key(keys, i + 16, isz) * rw, 1);
+            const uint64_t row = wire::load_key(keys, i, isz);
             if (row < lo || row >= hi) continue;
             uint8_t* o = d + row * rw;
             const uint8_t* v = rows + i * rw;
@@ -198,7 +198,7 @@ class Allgather final : public SparseAllreduce {
       for (int p = 0; p < n; ++p) {
         const uint8_t* keys = all + w.displ[p];
         for (size_t i = 0; i < w.counts[p]; ++i) {
-          const uint64_t row = plan::load_key(keys, i, isz);
+          const uint64_t row = wire::load_key(keys, i, isz);
           if (row >= lo && row < hi) present[row >> 6] = 0;
         }
       }

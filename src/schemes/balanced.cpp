@@ -54,8 +54,8 @@ struct Workspace : plan::OwnerExchange {
   size_t max_nnz = 0;
 };
 
-using plan::load_as;
-using plan::store_as;
+using wire::load_as;
+using wire::store_as;
 using plan::StageCtx;
 
 class Balanced final : public plan::OwnerExchangePlan {
@@ -143,7 +143,7 @@ class Balanced final : public plan::OwnerExchangePlan {
     detail::ThreadPool& tp = c.tp;
     const bool sortable = c.n > 1 && opt_.push != IndexEncoding::Coo && SortPartition::fits(part_);
     const bool by_sort = sortable && tp.tasks_for(in.nnz, size_t{1} << 16) <= 1 &&
-                         plan::pick_push_encoding(opt_.push, part_.owner_size(0), in.nnz / c.un, c.isz, c.rb) != plan::kEncCoo;
+                         wire::pick_push_encoding(opt_.push, part_.owner_size(0), in.nnz / c.un, c.isz, c.rb) != wire::kEncCoo;
     const uint32_t* fwd = w.fwd.empty() ? nullptr : w.fwd.data();
     {
       Phase ph(*this, "hash");
@@ -176,7 +176,7 @@ class Balanced final : public plan::OwnerExchangePlan {
   bool merge_pushes(const StageCtx& c) const {
     const Workspace& w = *ws_;
     bool merge = c.n > 1 && c.n <= plan::kMaxMerge && c.m <= (uint64_t{1} << 32);
-    for (int p = 0; p < c.n && merge; ++p) merge = p == c.me || w.renc[p] != plan::kEncCoo || w.rcount[p] == 0;
+    for (int p = 0; p < c.n && merge; ++p) merge = p == c.me || w.renc[p] != wire::kEncCoo || w.rcount[p] == 0;
     return merge;
   }
 
@@ -186,7 +186,7 @@ class Balanced final : public plan::OwnerExchangePlan {
   void encode_push(const StageCtx& c, const SparseView& in, bool merge) {
     Workspace& w = *ws_;
     Phase pe(*this, "encode");
-    auto sorted_seg = [&](int p) { return w.senc[p] != plan::kEncCoo || (merge && p == c.me); };
+    auto sorted_seg = [&](int p) { return w.senc[p] != wire::kEncCoo || (merge && p == c.me); };
     const uint64_t* srt = sort_segments(c, sorted_seg);
     fill_rows(c, in, srt, sorted_seg);
     if (w.hp.duplicates) sum_duplicates<T>(c, in);
@@ -221,7 +221,7 @@ class Balanced final : public plan::OwnerExchangePlan {
         const uint64_t mp = part_.owner_size(static_cast<uint32_t>(p));
         for (size_t k = b; k < e; ++k) srt[k] = (hp.pos[k] << 32) | (dups ? static_cast<uint64_t>(k) : hp.rep[k]);
         if (!hp.sorted) plan::radix_sort_u64(srt + b, scratch + static_cast<size_t>(t) * widest, e - b, 32, plan::bits_for(mp));
-        plan::write_index_part(w.senc[p], sbuf + w.sdispl[p], mp, w.scount[p], c.isz,
+        wire::write_index_part(w.senc[p], sbuf + w.sdispl[p], mp, w.scount[p], c.isz,
                                [&](uint64_t j) { return srt[b + j] >> 32; });
       }
     });
@@ -262,7 +262,7 @@ class Balanced final : public plan::OwnerExchangePlan {
         uint8_t* rows = sbuf + w.sdispl[p] + w.sib[p] + j * RB;
         const size_t cnt = stop - k;
         if (coo)
-          for (size_t i = 0; i < cnt; ++i) plan::store_key(keys, i, isz, pos[k + i]);
+          for (size_t i = 0; i < cnt; ++i) wire::store_key(keys, i, isz, pos[k + i]);
         if (dups) {
           for (size_t i = 0; i < cnt; ++i) {
             const uint64_t low = coo ? k + i : static_cast<uint32_t>(srt[k + i]);
@@ -343,7 +343,7 @@ class Balanced final : public plan::OwnerExchangePlan {
   template <typename F>
   void positions_of(const StageCtx& c, uint32_t p, F&& f) {
     const Workspace& w = *ws_;
-    plan::for_positions(w.all.data() + w.pdispl[p], static_cast<uint8_t>(w.meta[p].encoding), part_.owner_size(p),
+    wire::for_positions(w.all.data() + w.pdispl[p], static_cast<uint8_t>(w.meta[p].encoding), part_.owner_size(p),
                         w.meta[p].result_rows, c.isz, f, c.me, static_cast<int>(p), c.scheme);
   }
 

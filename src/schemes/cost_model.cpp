@@ -374,17 +374,17 @@ Traffic traffic(const std::string& scheme, const Problem& p, const Counts& c) {
     const auto& Ko = bal ? c.bal_K : c.ps_K;
     ZEN_ENFORCE(push.size() == un && Ko.size() == un, "cost model: counts lack the per-owner loads");
     const uint64_t iw = key_width(m(0)), rb = D * vs;
-    // Pull message of owner o and push message r -> o: index part by the schemes' rules (owner_stage.hpp).
+    // Pull message of owner o and push message r -> o: index part by the schemes' rules (src/encode/wire.hpp).
     std::vector<uint64_t> P(un);
     std::vector<uint8_t> encs(un);
     for (int o = 0; o < n; ++o) {
       const uint64_t K = Ko[static_cast<size_t>(o)];
-      encs[static_cast<size_t>(o)] = plan::pick_encoding(p.opt.pull, m(o), K, iw);
-      P[static_cast<size_t>(o)] = plan::index_part_bytes(encs[static_cast<size_t>(o)], m(o), K, iw) + K * rb;
+      encs[static_cast<size_t>(o)] = wire::pick_encoding(p.opt.pull, m(o), K, iw);
+      P[static_cast<size_t>(o)] = wire::index_part_bytes(encs[static_cast<size_t>(o)], m(o), K, iw) + K * rb;
     }
-    t.encoding = plan::encodings_name(encs.data(), n, -1);
+    t.encoding = wire::encodings_name(encs.data(), n, -1);
     auto push_bytes = [&](int o, uint64_t K) {
-      return plan::index_part_bytes(plan::pick_push_encoding(p.opt.push, m(o), K, iw, rb), m(o), K, iw) + K * rb;
+      return wire::index_part_bytes(wire::pick_push_encoding(p.opt.push, m(o), K, iw, rb), m(o), K, iw) + K * rb;
     };
     if (bal) phase("hash", 0, 0);
     PhaseTraffic& cn = phase("counts", lg, lg);

@@ -36,10 +36,10 @@ void OwnerExchangePlan::layout_push(const StageCtx& c) {
   for (int p = 0; p < c.n; ++p) {
     const uint64_t mp = owner_set(p);
     // The own segment stays local as COO; the others by the push rule (same inputs on both sides).
-    w.senc[p] = p == c.me ? kEncCoo : pick_push_encoding(opt_.push, mp, w.scount[p], c.isz, c.rb);
-    w.renc[p] = p == c.me ? kEncCoo : pick_push_encoding(opt_.push, c.m, w.rcount[p], c.isz, c.rb);
-    w.sib[p] = index_part_bytes(w.senc[p], mp, w.scount[p], c.isz);
-    w.rib[p] = index_part_bytes(w.renc[p], c.m, w.rcount[p], c.isz);
+    w.senc[p] = p == c.me ? wire::kEncCoo : wire::pick_push_encoding(opt_.push, mp, w.scount[p], c.isz, c.rb);
+    w.renc[p] = p == c.me ? wire::kEncCoo : wire::pick_push_encoding(opt_.push, c.m, w.rcount[p], c.isz, c.rb);
+    w.sib[p] = wire::index_part_bytes(w.senc[p], mp, w.scount[p], c.isz);
+    w.rib[p] = wire::index_part_bytes(w.renc[p], c.m, w.rcount[p], c.isz);
     w.sdispl[p] = stotal;
     stotal += w.sib[p] + w.scount[p] * c.rb;
     w.sbytes[p] = p == c.me ? 0 : w.sib[p] + w.scount[p] * c.rb;
@@ -48,7 +48,7 @@ void OwnerExchangePlan::layout_push(const StageCtx& c) {
     rtotal += w.rbytes[p];
     if (p != c.me) w.bound += static_cast<double>(w.scount[p] * c.rb) + encode::log2_binomial(mp, w.scount[p]) / 8.0;
   }
-  report_.push_encoding = encodings_name(w.senc.data(), c.n, c.me);
+  report_.push_encoding = wire::encodings_name(w.senc.data(), c.n, c.me);
   grow(w.sbuf, stotal);
   grow(w.rbuf, rtotal);
 }
@@ -61,14 +61,14 @@ void OwnerExchangePlan::push(const StageCtx&) {
 
 void OwnerExchangePlan::publish_meta(const StageCtx& c, uint64_t K) {
   OwnerExchange& w = x();
-  w.pull_enc = pick_encoding(opt_.pull, c.m, K, c.isz);
-  w.mine = OwnerMeta{K, w.received, w.pull_enc};
+  w.pull_enc = wire::pick_encoding(opt_.pull, c.m, K, c.isz);
+  w.mine = wire::OwnerMeta{K, w.received, w.pull_enc};
   w.bound += static_cast<double>(c.n - 1) * (static_cast<double>(K * c.rb) + encode::log2_binomial(c.m, K) / 8.0);
   report_.bound_bytes = w.bound;
   w.meta.resize(c.un);
   {
     Phase ph(*this, "meta");
-    comm_.allgather(&w.mine, sizeof(OwnerMeta), w.meta.data());
+    comm_.allgather(&w.mine, sizeof(wire::OwnerMeta), w.meta.data());
   }
   w.pbytes.resize(c.un);
   w.pdispl.resize(c.un);
@@ -79,7 +79,7 @@ void OwnerExchangePlan::publish_meta(const StageCtx& c, uint64_t K) {
   report_.global_rows = 0;
   for (int p = 0; p < c.n; ++p) {
     const uint8_t ep = static_cast<uint8_t>(std::min<uint64_t>(w.meta[p].encoding, 255));
-    w.pbytes[p] = index_part_bytes(ep, owner_set(p), w.meta[p].result_rows, c.isz) + w.meta[p].result_rows * c.rb;
+    w.pbytes[p] = wire::index_part_bytes(ep, owner_set(p), w.meta[p].result_rows, c.isz) + w.meta[p].result_rows * c.rb;
     w.pdispl[p] = ptotal;
     ptotal += w.pbytes[p];
     w.pushed[p] = w.meta[p].pushed_rows;
@@ -89,7 +89,7 @@ void OwnerExchangePlan::publish_meta(const StageCtx& c, uint64_t K) {
   }
   report_.push_imbalance = detail::imbalance(w.pushed);
   report_.pull_imbalance = detail::imbalance(w.results);
-  report_.encoding = same ? encoding_name(static_cast<uint8_t>(w.meta[0].encoding)) : "mixed";
+  report_.encoding = same ? wire::encoding_name(static_cast<uint8_t>(w.meta[0].encoding)) : "mixed";
   w.ptotal = ptotal;
   grow(w.all, ptotal);
 }
@@ -109,8 +109,8 @@ uint64_t OwnerExchangePlan::open_pulled(const StageCtx& c) {
   for (int p = 0; p < c.n; ++p) {
     const uint64_t mp = owner_set(p), Kp = w.meta[p].result_rows;
     const uint8_t ep = static_cast<uint8_t>(std::min<uint64_t>(w.meta[p].encoding, 255));
-    check_pull_message(w.all.data() + w.pdispl[p], ep, mp, Kp, c.isz, c.me, p, c.scheme);
-    w.val_off[p] = w.pdispl[p] + index_part_bytes(ep, mp, Kp, c.isz);
+    wire::check_pull_message(w.all.data() + w.pdispl[p], ep, mp, Kp, c.isz, c.me, p, c.scheme);
+    w.val_off[p] = w.pdispl[p] + wire::index_part_bytes(ep, mp, Kp, c.isz);
     w.owner_base[p + 1] = w.owner_base[p] + Kp;
   }
   report_.result_nnz = w.owner_base[c.un];

@@ -23,13 +23,6 @@
 
 namespace zen::plan {
 
-/// What every owner publishes before the pull (one small allgather).
-struct OwnerMeta {
-  uint64_t result_rows;  // K_i: positions in owner i's result
-  uint64_t pushed_rows;  // rows owner i received in the push (for push imbalance)
-  uint64_t encoding;     // kEncCoo / kEncBitmap / kEncEf
-};
-
 /// The facts of one call that every stage reads (fixed for the call).
 struct StageCtx {
   int n, me;
@@ -51,13 +44,13 @@ struct OwnerExchange {
   std::vector<const uint8_t*> rseg;  // start of each received push segment (the own one in sbuf)
   OwnerState owner;
   std::vector<Segment> segs;
-  std::vector<OwnerMeta> meta;
-  OwnerMeta mine{};
+  std::vector<wire::OwnerMeta> meta;
+  wire::OwnerMeta mine{};
   std::vector<uint64_t> pushed, results;  // per owner: rows pushed to it, rows in its result
   std::vector<uint64_t> owner_base;       // decode: first result row of each owner (n + 1)
   std::vector<uint64_t> val_off;          // decode: offset of each owner's value rows in `all`
   uint64_t received = 0;                  // rows this owner received (its own segment included)
-  uint8_t pull_enc = kEncCoo;             // this owner's pull encoding
+  uint8_t pull_enc = wire::kEncCoo;             // this owner's pull encoding
   size_t ptotal = 0;                      // bytes of the pull buffer
   double bound = 0;                       // information bound of this rank's traffic (report)
 };

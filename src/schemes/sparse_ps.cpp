@@ -95,7 +95,7 @@ class SparsePS final : public plan::OwnerExchangePlan {
       uint8_t* seg = w.sbuf.data() + w.sdispl[o];
       const uint64_t base = lo(o);
       const int64_t* keys = loc.keys + w.first[o];
-      plan::write_index_part(w.senc[o], seg, range(o), w.scount[o], c.isz,
+      wire::write_index_part(w.senc[o], seg, range(o), w.scount[o], c.isz,
                              [&](uint64_t k) { return static_cast<uint64_t>(keys[k]) - base; });
       if (w.scount[o]) std::memcpy(seg + w.sib[o], loc.rows + w.first[o] * c.rb, w.scount[o] * c.rb);
     }
@@ -116,7 +116,7 @@ class SparsePS final : public plan::OwnerExchangePlan {
       const uint64_t Ko = w.meta[o].result_rows, base = lo(o), out_k = w.owner_base[o];
       if (sparse_out) {
         int64_t* oi = sparse_out->indices.data() + out_k;
-        plan::for_positions(
+        wire::for_positions(
             msg, bm, range(o), Ko, c.isz, [&](uint64_t q, uint64_t k) { oi[k] = static_cast<int64_t>(base + q); }, c.me, o,
             c.scheme);
         if (Ko) std::memcpy(sparse_out->values.data() + out_k * rb, all + w.val_off[o], Ko * rb);
@@ -124,7 +124,7 @@ class SparsePS final : public plan::OwnerExchangePlan {
         // (row, offset of its values in the pull buffer), scattered below by fixed-width copies.
         plan::KV* kv = w.kv.data() + out_k;
         const uint64_t voff = w.val_off[o];
-        plan::for_positions(
+        wire::for_positions(
             msg, bm, range(o), Ko, c.isz, [&](uint64_t q, uint64_t k) { kv[k] = plan::KV{base + q, voff + k * rb}; }, c.me,
             o, c.scheme);
       }
