@@ -28,9 +28,8 @@ struct Workspace {
 using wire::load_as;
 using wire::store_as;
 
-class Allgather final : public SparseAllreduce {
+class Allgather : public SparseAllreduce {
  public:
-  ~Allgather() override { quiesce(); }  // pending non-blocking calls finish before the members go
   Allgather(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
       : SparseAllreduce(c, s, o), wire_(encode::wire_index_type(s.dense_len / s.row_width)), ws_(std::make_shared<Workspace>()) {
     holder_ = ws_;
@@ -213,7 +212,7 @@ class Allgather final : public SparseAllreduce {
 }  // namespace
 
 std::unique_ptr<SparseAllreduce> make_allgather(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return std::make_unique<Allgather>(c, s, o);
+  return plan::make_plan<Allgather>(c, s, o);
 }
 
 }  // namespace zen

@@ -21,6 +21,7 @@
 #include <memory>
 #include <sstream>
 
+#include "plan_util.hpp"
 #include "zen/error.hpp"
 #include "zen/model/cost_model.hpp"
 #include "zen/schemes/scheme.hpp"
@@ -40,9 +41,8 @@ std::string fmt_time(double s) {
   return b;
 }
 
-class Auto final : public SparseAllreduce {
+class Auto : public SparseAllreduce {
  public:
-  ~Auto() override { quiesce(); }  // pending non-blocking calls finish before the members go
   Auto(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt) : SparseAllreduce(comm, spec, opt) {
     const auto& a = opt_.autotune;
     candidates_ = a.candidates.empty() ? default_candidates() : a.candidates;
@@ -271,7 +271,7 @@ class Auto final : public SparseAllreduce {
 }  // namespace
 
 std::unique_ptr<SparseAllreduce> make_auto(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt) {
-  return std::make_unique<Auto>(comm, spec, opt);
+  return plan::make_plan<Auto>(comm, spec, opt);
 }
 
 }  // namespace zen

@@ -58,9 +58,8 @@ using wire::load_as;
 using wire::store_as;
 using plan::StageCtx;
 
-class Balanced final : public plan::OwnerExchangePlan {
+class Balanced : public plan::OwnerExchangePlan {
  public:
-  ~Balanced() override { quiesce(); }  // pending non-blocking calls finish before the members go
   Balanced(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
       : OwnerExchangePlan(c, s, o),
         part_(Partitioner::make(s.dense_len / s.row_width, static_cast<uint32_t>(c.size()), opt_.seed)),
@@ -474,7 +473,7 @@ class Balanced final : public plan::OwnerExchangePlan {
 }  // namespace
 
 std::unique_ptr<SparseAllreduce> make_balanced(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return std::make_unique<Balanced>(c, s, o);
+  return plan::make_plan<Balanced>(c, s, o);
 }
 
 }  // namespace zen

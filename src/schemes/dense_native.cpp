@@ -18,9 +18,8 @@ struct Workspace : plan::DenseWorkspace {
   std::vector<uint64_t> support;  ///< R bits: the local, then the global row support
 };
 
-class DenseNative final : public SparseAllreduce {
+class DenseNative : public SparseAllreduce {
  public:
-  ~DenseNative() override { quiesce(); }  // pending non-blocking calls finish before the members go
   DenseNative(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
       : SparseAllreduce(c, s, o), ws_(std::make_shared<Workspace>()) {
     holder_ = ws_;
@@ -130,7 +129,7 @@ class DenseNative final : public SparseAllreduce {
 }  // namespace
 
 std::unique_ptr<SparseAllreduce> make_dense_native(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return std::make_unique<DenseNative>(c, s, o);
+  return plan::make_plan<DenseNative>(c, s, o);
 }
 
 }  // namespace zen

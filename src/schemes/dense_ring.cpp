@@ -16,9 +16,8 @@ struct Workspace : plan::DenseWorkspace {
   baseline::RingScratch ring;
 };
 
-class DenseRing final : public SparseAllreduce {
+class DenseRing : public SparseAllreduce {
  public:
-  ~DenseRing() override { quiesce(); }  // pending non-blocking calls finish before the members go
   DenseRing(Communicator& c, const TensorSpec& s, const SchemeOptions& o) : SparseAllreduce(c, s, o), ws_(std::make_shared<Workspace>()) {
     holder_ = ws_;
   }
@@ -73,7 +72,7 @@ class DenseRing final : public SparseAllreduce {
 }  // namespace
 
 std::unique_ptr<SparseAllreduce> make_dense_ring(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return std::make_unique<DenseRing>(c, s, o);
+  return plan::make_plan<DenseRing>(c, s, o);
 }
 
 }  // namespace zen

@@ -1,5 +1,6 @@
 // Hierarchical mode: intra-node dense reduce-scatter, inter-node sparse scheme, intra-node allgather.
 // See include/zen/schemes/hierarchical.hpp and docs/gpu.md ("Hierarchical mode").
+#include "plan_util.hpp"
 #include "zen/schemes/hierarchical.hpp"
 
 #include <algorithm>
@@ -116,9 +117,8 @@ class SubComm final : public Communicator {
 };
 
 // ---------------------------------------------------------------------------------------------
-class Hierarchical final : public SparseAllreduce {
+class Hierarchical : public SparseAllreduce {
  public:
-  ~Hierarchical() override { quiesce(); }  // pending non-blocking calls finish before the members go
   Hierarchical(Communicator& world, Communicator& intra, Communicator& inter, const TensorSpec& spec,
                const SchemeOptions& opt, const std::string& inter_scheme, NodeComms owned)
       : SparseAllreduce(world, spec, opt), owned_(std::move(owned)), intra_(intra), inter_(inter) {
@@ -372,14 +372,14 @@ std::unique_ptr<SparseAllreduce> make_hierarchical(Communicator& world, const Te
   NodeComms c = split_nodes(world, hopt.node_size);
   Communicator& intra = *c.intra;
   Communicator& inter = *c.inter;
-  return std::make_unique<Hierarchical>(world, intra, inter, spec, opt, hopt.inter_scheme, std::move(c));
+  return plan::make_plan<Hierarchical>(world, intra, inter, spec, opt, hopt.inter_scheme, std::move(c));
 }
 
 std::unique_ptr<SparseAllreduce> make_hierarchical(Communicator& world, Communicator& intra, Communicator& inter,
                                                    const TensorSpec& spec, const SchemeOptions& opt,
                                                    const std::string& inter_scheme) {
   for (Communicator* c : {&world, &intra, &inter}) detail::require_host_memory(*c, "make_hierarchical", "hierarchical");
-  return std::make_unique<Hierarchical>(world, intra, inter, spec, opt, inter_scheme, NodeComms{});
+  return plan::make_plan<Hierarchical>(world, intra, inter, spec, opt, inter_scheme, NodeComms{});
 }
 
 }  // namespace zen

@@ -10,15 +10,15 @@
 #include <cstring>
 
 #include "baseline_util.hpp"
+#include "plan_util.hpp"
 #include "zen/error.hpp"
 #include "zen/schemes/scheme.hpp"
 
 namespace zen {
 namespace {
 
-class OmniReduce final : public SparseAllreduce {
+class OmniReduce : public SparseAllreduce {
  public:
-  ~OmniReduce() override { quiesce(); }  // pending non-blocking calls finish before the members go
   OmniReduce(Communicator& c, const TensorSpec& s, const SchemeOptions& o) : SparseAllreduce(c, s, o) {
     ZEN_ENFORCE(opt_.block_size >= 1, "rank " + std::to_string(c.rank()) + " omnireduce: block size " +
                                           std::to_string(opt_.block_size) + " must be >= 1");
@@ -240,7 +240,7 @@ class OmniReduce final : public SparseAllreduce {
 }  // namespace
 
 std::unique_ptr<SparseAllreduce> make_omnireduce(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return std::make_unique<OmniReduce>(c, s, o);
+  return plan::make_plan<OmniReduce>(c, s, o);
 }
 
 }  // namespace zen

@@ -4,6 +4,8 @@
 // allocates only when a call needs more room than any earlier call did.
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "zen/detail/radix_sort.hpp"
@@ -12,6 +14,21 @@
 #include "zen/tensor.hpp"
 
 namespace zen::plan {
+
+/// The final class of every host plan: the factory makes Quiesced<S>, whose destructor waits for the
+/// non-blocking calls pending on the communicator (SparseAllreduce::quiesce) before any member of the
+/// scheme S goes, so no scheme has to remember to (and none can forget). Schemes are made only
+/// through make_plan.
+template <class S>
+class Quiesced final : public S {
+ public:
+  using S::S;
+  ~Quiesced() override { this->quiesce(); }
+};
+template <class S, class... Args>
+std::unique_ptr<SparseAllreduce> make_plan(Args&&... args) {
+  return std::make_unique<Quiesced<S>>(std::forward<Args>(args)...);
+}
 
 /// Make `v` hold at least `n` elements (grow only; contents of a grown vector are unspecified).
 template <typename T>

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "baseline_util.hpp"
+#include "plan_util.hpp"
 #include "zen/encode/coo.hpp"
 #include "zen/error.hpp"
 #include "zen/schemes/scheme.hpp"
@@ -18,9 +19,8 @@ namespace {
 
 constexpr uint64_t kDenseHeader = ~0ULL;
 
-class SparCML final : public SparseAllreduce {
+class SparCML : public SparseAllreduce {
  public:
-  ~SparCML() override { quiesce(); }  // pending non-blocking calls finish before the members go
   SparCML(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
       : SparseAllreduce(c, s, o), wire_(encode::wire_index_type(s.dense_len / s.row_width)) {}
   const char* name() const override { return "sparcml"; }
@@ -253,7 +253,7 @@ class SparCML final : public SparseAllreduce {
 }  // namespace
 
 std::unique_ptr<SparseAllreduce> make_sparcml(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return std::make_unique<SparCML>(c, s, o);
+  return plan::make_plan<SparCML>(c, s, o);
 }
 
 }  // namespace zen

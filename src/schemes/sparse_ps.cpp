@@ -31,9 +31,8 @@ struct Workspace : plan::OwnerExchange {
 
 using plan::StageCtx;
 
-class SparsePS final : public plan::OwnerExchangePlan {
+class SparsePS : public plan::OwnerExchangePlan {
  public:
-  ~SparsePS() override { quiesce(); }  // pending non-blocking calls finish before the members go
   SparsePS(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
       : OwnerExchangePlan(c, s, o), R_(s.dense_len / s.row_width), ws_(make_workspace<Workspace>()) {
     // Partition policy: owner o holds the contiguous key range [lo(o), lo(o + 1)), position = row - lo(o).
@@ -146,7 +145,7 @@ class SparsePS final : public plan::OwnerExchangePlan {
 }  // namespace
 
 std::unique_ptr<SparseAllreduce> make_sparse_ps(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return std::make_unique<SparsePS>(c, s, o);
+  return plan::make_plan<SparsePS>(c, s, o);
 }
 
 }  // namespace zen

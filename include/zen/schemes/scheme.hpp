@@ -192,8 +192,9 @@ class Plan {
 
 class SparseAllreduce : public Plan {
  public:
-  /// Every scheme's destructor first waits for the non-blocking calls pending on its communicator
-  /// (quiesce()), so a plan destroyed while one of its requests runs is safe.
+  /// Every host plan is made as the final class plan::Quiesced<scheme> (src/schemes/plan_util.hpp),
+  /// whose destructor first waits for the non-blocking calls pending on its communicator (quiesce())
+  /// before the scheme's members go, so a plan destroyed while one of its requests runs is safe.
   ~SparseAllreduce() override = default;
 
   /// Sum `in` over all ranks; `out` receives the sorted sparse result (dense_len/row_width/dtype set).
@@ -231,7 +232,7 @@ class SparseAllreduce : public Plan {
   };
 
   /// Wait until no non-blocking call is pending on the communicator (no-op on the progress thread).
-  /// Each final scheme class calls it first in its destructor.
+  /// The factory's final class (plan::Quiesced) calls it first in its destructor.
   void quiesce() noexcept;
 
   /// The plan's persistent thread pool (created at first use, see zen/detail/thread_pool.hpp).
