@@ -396,6 +396,10 @@ def errors_per_result(ctx):
     # zenInvalidArgument on the rank with a bad index; zenRemoteError naming it everywhere else; at once.
     with world(ctx) as c:
         p = zen.SparseAllreduce(c, R * D, D, "f32", "balanced")
+        # Every rank has finished creating the plan before rank 0 fails (an MPI barrier, outside zen):
+        # otherwise rank 0's abort can reach a peer still inside the creation's exchange, which then
+        # rightly raises the RemoteError there rather than in dense().
+        ctx.barrier()
         idx, vals = rank_input(r)
         if r == 0:
             idx = idx.copy()

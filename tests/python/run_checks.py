@@ -79,6 +79,17 @@ def run(checks, ctx, only):
         dt = time.perf_counter() - t0
         if ctx.comm is not None:
             ctx.comm.Free()
+        # Every rank leaves the check within a bound: a rank that failed early is out of step with
+        # peers still inside the check (possibly in an MPI call without a timeout, MPI_Comm_dup, ...),
+        # so the job ends at once with the cause on record instead of waiting out ctest's timeout.
+        done = ctx.world.Ibarrier()
+        deadline = time.monotonic() + 3 * ctx.timeout
+        while not done.Test():
+            if time.monotonic() > deadline:
+                print(f"rank {ctx.rank}: [FAIL] {name}: the ranks did not all leave the check within "
+                      f"{3 * ctx.timeout:.0f} s (this rank: {status}); ending the job", file=sys.stderr, flush=True)
+                ctx.world.Abort(1)
+            time.sleep(0.0005)
         outcomes = ctx.world.allgather((status, detail, ctx.records))
         if status != "FAIL":
             recs = [o[2] for o in outcomes if o[0] != "FAIL"]
