@@ -7,6 +7,7 @@
 
 #include "owner_stage.hpp"
 #include "plan_util.hpp"
+#include "scheme_row.hpp"
 #include "zen/encode/coo.hpp"
 #include "zen/error.hpp"
 #include "zen/schemes/scheme.hpp"
@@ -209,10 +210,41 @@ class Allgather : public SparseAllreduce {
   std::shared_ptr<Workspace> ws_;
 };
 
-}  // namespace
 
-std::unique_ptr<SparseAllreduce> make_allgather(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
+std::unique_ptr<SparseAllreduce> make(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
   return plan::make_plan<Allgather>(c, s, o);
 }
+
+void allgather_traffic(model::TrafficBuilder& b) {
+  const auto& c = b.c;
+  const size_t un = b.un;
+  b.t.encoding = "coo";
+  const uint64_t e = model::key_width(b.R) + b.D * b.vs;
+  uint64_t tot = 0;
+  for (uint64_t x : c.k) tot += x;
+  model::PhaseTraffic& cn = b.phase("counts", b.lg, b.lg);
+  model::PhaseTraffic& ag = b.phase("allgatherv", b.one, b.nm1);
+  b.phase("reduce", 0, 0);
+  for (size_t r = 0; r < un; ++r) {
+    cn.sent[r] = cn.recv[r] = 8 * (un - 1);
+    ag.sent[r] = (un - 1) * c.k[r] * e;
+    ag.recv[r] = (tot - c.k[r]) * e;
+  }
+}
+
+double allgather_work(const model::Problem&, const model::Counts& c, size_t r) {
+  uint64_t tot = 0;
+  for (uint64_t x : c.k) tot += x;
+  return static_cast<double>(c.k[r] + tot);
+}
+
+}  // namespace
+
+namespace detail {
+const SchemeRow& allgather_row() {
+  static const SchemeRow row{"allgather", make, allgather_traffic, allgather_work, /*auto_position=*/1, detail::kSparse};
+  return row;
+}
+}  // namespace detail
 
 }  // namespace zen

@@ -14,6 +14,7 @@
 #include "owner_exchange.hpp"
 #include "owner_stage.hpp"
 #include "plan_util.hpp"
+#include "scheme_row.hpp"
 #include "zen/encode/bitmap.hpp"
 #include "zen/encode/coo.hpp"
 #include "zen/encode/elias_fano.hpp"
@@ -470,10 +471,24 @@ class Balanced : public plan::OwnerExchangePlan {
   std::shared_ptr<Workspace> ws_;
 };
 
-}  // namespace
 
-std::unique_ptr<SparseAllreduce> make_balanced(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
+std::unique_ptr<SparseAllreduce> make(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
   return plan::make_plan<Balanced>(c, s, o);
 }
+
+void balanced_traffic(model::TrafficBuilder& b) { plan::owner_exchange_traffic(b, plan::Partition::Hash); }
+
+double balanced_work(const model::Problem& p, const model::Counts& c, size_t r) {
+  return plan::owner_exchange_work(p, c, r, plan::Partition::Hash);
+}
+
+}  // namespace
+
+namespace detail {
+const SchemeRow& balanced_row() {
+  static const SchemeRow row{"balanced", make, balanced_traffic, balanced_work, /*auto_position=*/0, detail::kDevicePlan};
+  return row;
+}
+}  // namespace detail
 
 }  // namespace zen

@@ -7,6 +7,7 @@
 
 #include "baseline_util.hpp"
 #include "plan_util.hpp"
+#include "scheme_row.hpp"
 #include "zen/schemes/scheme.hpp"
 
 namespace zen {
@@ -69,10 +70,45 @@ class DenseRing : public SparseAllreduce {
   std::shared_ptr<Workspace> ws_;
 };
 
-}  // namespace
 
-std::unique_ptr<SparseAllreduce> make_dense_ring(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
+std::unique_ptr<SparseAllreduce> make(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
   return plan::make_plan<DenseRing>(c, s, o);
 }
+
+void dense_ring_traffic(model::TrafficBuilder& b) {
+  const int n = b.n;
+  const uint64_t N = b.N, vs = b.vs;
+  b.t.encoding = "dense";
+  if (n > 1) {
+    const uint64_t S = N * vs;
+    model::PhaseTraffic& rs = b.phase("reduce_scatter", b.nm1, b.nm1);
+    for (int r = 0; r < n; ++r) {
+      rs.sent[static_cast<size_t>(r)] = S - ring_chunk_bytes(N, vs, n, r);
+      rs.recv[static_cast<size_t>(r)] = S - ring_chunk_bytes(N, vs, n, (r + n - 1) % n);
+    }
+    model::PhaseTraffic& ag = b.phase("allgather", b.nm1, b.nm1);
+    for (int r = 0; r < n; ++r) {
+      ag.sent[static_cast<size_t>(r)] = S - ring_chunk_bytes(N, vs, n, (r + 1) % n);
+      ag.recv[static_cast<size_t>(r)] = S - ring_chunk_bytes(N, vs, n, r);
+    }
+  } else {
+    b.phase("reduce_scatter", 0, 0);
+    b.phase("allgather", 0, 0);
+  }
+  if (b.p.sparse_out) b.ring(b.phase("support", 2 * b.nm1, 2 * b.nm1), b.Rb, 1, true);
+}
+
+double dense_work(const model::Problem& p, const model::Counts& c, size_t r) {
+  return static_cast<double>(c.k[r]) + static_cast<double>(p.rows);  // densify + reduce every row
+}
+
+}  // namespace
+
+namespace detail {
+const SchemeRow& dense_ring_row() {
+  static const SchemeRow row{"dense", make, dense_ring_traffic, dense_work, /*auto_position=*/detail::kNotAuto, detail::kDense};
+  return row;
+}
+}  // namespace detail
 
 }  // namespace zen

@@ -11,6 +11,7 @@
 
 #include "baseline_util.hpp"
 #include "plan_util.hpp"
+#include "scheme_row.hpp"
 #include "zen/error.hpp"
 #include "zen/schemes/scheme.hpp"
 
@@ -237,10 +238,60 @@ class OmniReduce : public SparseAllreduce {
   uint64_t R_ = 0, BR_ = 1, NB_ = 0;
 };
 
-}  // namespace
 
-std::unique_ptr<SparseAllreduce> make_omnireduce(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
+std::unique_ptr<SparseAllreduce> make(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
   return plan::make_plan<OmniReduce>(c, s, o);
 }
+
+void omnireduce_traffic(model::TrafficBuilder& b) {
+  const auto& p = b.p;
+  const auto& c = b.c;
+  const int n = b.n;
+  const uint64_t D = b.D, vs = b.vs, R = b.R;
+  ZEN_ENFORCE(c.has_omnireduce(), "cost model: OmniReduce needs the exact block sets (sample stride 1)");
+  b.t.encoding = "block";
+  const uint64_t BR = std::max<uint64_t>(1, p.opt.block_size / D), NB = (R + BR - 1) / BR;
+  auto mbytes = [&](int o) { return (model::part_begin(NB, n, o + 1) - model::part_begin(NB, n, o) + 7) / 8; };
+  auto vbytes = [&](uint64_t rows, uint64_t mask) { return (p.sparse_out ? mask : 0) + rows * D * vs; };
+  model::PhaseTraffic& pb = b.phase("push_bitmap", b.one, b.nm1);
+  model::PhaseTraffic& pu = b.phase("push", b.one, b.nm1);
+  model::PhaseTraffic& lb = b.phase("pull_bitmap", b.one, b.nm1);
+  model::PhaseTraffic& pl = b.phase("pull", b.one, b.nm1);
+  for (int r = 0; r < n; ++r) {
+    const auto ur = static_cast<size_t>(r);
+    for (int o = 0; o < n; ++o) {
+      if (o == r) continue;
+      const auto uo = static_cast<size_t>(o);
+      pb.sent[ur] += mbytes(o);
+      pb.recv[ur] += mbytes(r);
+      lb.sent[ur] += 8 + mbytes(r);
+      lb.recv[ur] += 8 + mbytes(o);
+      pl.sent[ur] += vbytes(c.om_V_rows[ur], c.om_V_mask[ur]);
+      pl.recv[ur] += vbytes(c.om_V_rows[uo], c.om_V_mask[uo]);
+      const uint64_t x = vbytes(c.om_rows[ur][uo], c.om_mask[ur][uo]);
+      pu.sent[ur] += x;
+      pu.recv[uo] += x;
+    }
+  }
+}
+
+double omnireduce_work(const model::Problem& p, const model::Counts& c, size_t r) {
+  const auto un = static_cast<size_t>(p.n);
+  double w = static_cast<double>(c.k[r]);
+  if (c.has_omnireduce()) {
+    for (size_t q = 0; q < un; ++q) w += static_cast<double>(c.om_rows[q][r]);
+    for (size_t o = 0; o < un; ++o) w += static_cast<double>(c.om_V_rows[o]);
+  }
+  return w;
+}
+
+}  // namespace
+
+namespace detail {
+const SchemeRow& omnireduce_row() {
+  static const SchemeRow row{"omnireduce", make, omnireduce_traffic, omnireduce_work, /*auto_position=*/4, detail::kNeedsBlockCounts};
+  return row;
+}
+}  // namespace detail
 
 }  // namespace zen

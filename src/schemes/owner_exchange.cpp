@@ -7,6 +7,7 @@
 
 #include "zen/encode/elias_fano.hpp"
 #include "zen/encode/coo.hpp"
+#include "zen/hash/hash.hpp"
 
 namespace zen::plan {
 
@@ -115,6 +116,65 @@ uint64_t OwnerExchangePlan::open_pulled(const StageCtx& c) {
   }
   report_.result_nnz = w.owner_base[c.un];
   return w.owner_base[c.un];
+}
+
+void owner_exchange_traffic(model::TrafficBuilder& b, Partition policy) {
+  const auto& p = b.p;
+  const auto& c = b.c;
+  const int n = b.n;
+  const size_t un = b.un;
+  const uint64_t R = b.R;
+  const bool bal = policy == Partition::Hash;
+  const Partitioner part = Partitioner::make(R, static_cast<uint32_t>(n), p.opt.seed);
+  auto m = [&](int o) {
+    return bal ? part.owner_size(static_cast<uint32_t>(o)) : model::part_begin(R, n, o + 1) - model::part_begin(R, n, o);
+  };
+  const auto& push = bal ? c.bal_push : c.ps_push;
+  const auto& Ko = bal ? c.bal_K : c.ps_K;
+  ZEN_ENFORCE(push.size() == un && Ko.size() == un, "cost model: counts lack the per-owner loads");
+  const uint64_t iw = model::key_width(m(0)), rb = b.D * b.vs;
+  // Pull message of owner o and push message r -> o: index part by the schemes' rules (src/encode/wire.hpp).
+  std::vector<uint64_t> P(un);
+  std::vector<uint8_t> encs(un);
+  for (int o = 0; o < n; ++o) {
+    const uint64_t K = Ko[static_cast<size_t>(o)];
+    encs[static_cast<size_t>(o)] = wire::pick_encoding(p.opt.pull, m(o), K, iw);
+    P[static_cast<size_t>(o)] = wire::index_part_bytes(encs[static_cast<size_t>(o)], m(o), K, iw) + K * rb;
+  }
+  b.t.encoding = wire::encodings_name(encs.data(), n, -1);
+  auto push_bytes = [&](int o, uint64_t K) {
+    return wire::index_part_bytes(wire::pick_push_encoding(p.opt.push, m(o), K, iw, rb), m(o), K, iw) + K * rb;
+  };
+  if (bal) b.phase("hash", 0, 0);
+  model::PhaseTraffic& cn = b.phase("counts", b.lg, b.lg);
+  b.phase("encode", 0, 0);
+  model::PhaseTraffic& pu = b.phase("push", b.one, b.nm1);
+  b.phase("aggregate", 0, 0);
+  model::PhaseTraffic& me = b.phase("meta", b.lg, b.lg);
+  b.phase("encode", 0, 0);
+  model::PhaseTraffic& pl = b.phase("pull", b.one, b.nm1);
+  b.phase("decode", 0, 0);
+  for (int r = 0; r < n; ++r) {
+    const auto ur = static_cast<size_t>(r);
+    cn.sent[ur] = cn.recv[ur] = 8 * (un - 1);
+    me.sent[ur] = me.recv[ur] = 24 * (un - 1);
+    pl.sent[ur] = (un - 1) * P[ur];
+    for (int o = 0; o < n; ++o) {
+      if (o == r) continue;
+      const auto uo = static_cast<size_t>(o);
+      pl.recv[ur] += P[uo];
+      const uint64_t x = push_bytes(o, push[ur][uo]);
+      pu.sent[ur] += x;
+      pu.recv[uo] += x;
+    }
+  }
+}
+
+double owner_exchange_work(const model::Problem& p, const model::Counts& c, size_t r, Partition policy) {
+  const auto& push = policy == Partition::Hash ? c.bal_push : c.ps_push;
+  double w = static_cast<double>(c.k[r] + c.K);
+  for (size_t q = 0; q < static_cast<size_t>(p.n); ++q) w += static_cast<double>(push[q][r]);
+  return w;
 }
 
 }  // namespace zen::plan

@@ -19,6 +19,7 @@
 
 #include "owner_stage.hpp"
 #include "plan_util.hpp"
+#include "scheme_row.hpp"
 #include "zen/schemes/scheme.hpp"
 
 namespace zen::plan {
@@ -126,5 +127,14 @@ void OwnerExchangePlan::write_pull(const StageCtx& c) {
   Phase ph(*this, "encode");
   owner_write<T>(w.owner, c.isz, c.D, w.pull_enc, w.all.data() + w.pdispl[c.me], c.tp);
 }
+
+/// The partition policies of the owner exchange (the cost model's owner loads differ by it).
+enum class Partition { Hash, KeyRange };
+
+/// The exchange's traffic model (balanced and sparse_ps rows): counts, push, meta, pull, with the
+/// index part of each message by the push and pull rules of src/encode/wire.hpp.
+void owner_exchange_traffic(model::TrafficBuilder& b, Partition policy);
+/// Rows rank r touches: its input, the rows it receives as an owner, every result row.
+double owner_exchange_work(const model::Problem& p, const model::Counts& c, size_t r, Partition policy);
 
 }  // namespace zen::plan

@@ -13,6 +13,7 @@
 #include "owner_exchange.hpp"
 #include "owner_stage.hpp"
 #include "plan_util.hpp"
+#include "scheme_row.hpp"
 #include "zen/encode/bitmap.hpp"
 #include "zen/encode/elias_fano.hpp"
 #include "zen/encode/coo.hpp"
@@ -142,10 +143,24 @@ class SparsePS : public plan::OwnerExchangePlan {
   std::shared_ptr<Workspace> ws_;
 };
 
-}  // namespace
 
-std::unique_ptr<SparseAllreduce> make_sparse_ps(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
+std::unique_ptr<SparseAllreduce> make(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
   return plan::make_plan<SparsePS>(c, s, o);
 }
+
+void sparse_ps_traffic(model::TrafficBuilder& b) { plan::owner_exchange_traffic(b, plan::Partition::KeyRange); }
+
+double sparse_ps_work(const model::Problem& p, const model::Counts& c, size_t r) {
+  return plan::owner_exchange_work(p, c, r, plan::Partition::KeyRange);
+}
+
+}  // namespace
+
+namespace detail {
+const SchemeRow& sparse_ps_row() {
+  static const SchemeRow row{"sparse_ps", make, sparse_ps_traffic, sparse_ps_work, /*auto_position=*/3, detail::kSparse};
+  return row;
+}
+}  // namespace detail
 
 }  // namespace zen
