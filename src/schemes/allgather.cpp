@@ -29,20 +29,15 @@ struct Workspace {
 using wire::load_as;
 using wire::store_as;
 
-class Allgather : public SparseAllreduce {
+class Allgather : public plan::Typed<Allgather, Workspace> {
  public:
   Allgather(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
-      : SparseAllreduce(c, s, o), wire_(encode::wire_index_type(s.dense_len / s.row_width)), ws_(std::make_shared<Workspace>()) {
-    holder_ = ws_;
-  }
-  const char* name() const override { return "allgather"; }
-
- protected:
-  void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
-    dispatch_dtype(spec_.dtype, [&](auto tag) { run_typed<decltype(tag)>(in, sparse_out, dense_out); });
-  }
+      : Typed(c, s, o), wire_(encode::wire_index_type(s.dense_len / s.row_width)) {}
+  static constexpr const char* kName = "allgather";
 
  private:
+  friend plan::Access;
+
   template <typename T>
   void run_typed(const SparseView& in, SparseTensor* sparse_out, void* dense_out) {
     using A = typename accum_of<T>::type;
@@ -207,13 +202,7 @@ class Allgather : public SparseAllreduce {
   }
 
   IndexType wire_;
-  std::shared_ptr<Workspace> ws_;
 };
-
-
-std::unique_ptr<SparseAllreduce> make(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return plan::make_plan<Allgather>(c, s, o);
-}
 
 void allgather_traffic(model::TrafficBuilder& b) {
   const auto& c = b.c;
@@ -241,10 +230,7 @@ double allgather_work(const model::Problem&, const model::Counts& c, size_t r) {
 }  // namespace
 
 namespace detail {
-const SchemeRow& allgather_row() {
-  static const SchemeRow row{"allgather", make, allgather_traffic, allgather_work, /*auto_position=*/1, detail::kSparse};
-  return row;
-}
+extern const SchemeRow allgather_row{Allgather::kName, plan::factory<Allgather>, allgather_traffic, allgather_work, /*auto_position=*/1, detail::kSparse};
 }  // namespace detail
 
 }  // namespace zen

@@ -59,25 +59,20 @@ using wire::load_as;
 using wire::store_as;
 using plan::StageCtx;
 
-class Balanced : public plan::OwnerExchangePlan {
+class Balanced : public plan::Typed<Balanced, Workspace, plan::OwnerExchangePlan> {
  public:
   Balanced(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
-      : OwnerExchangePlan(c, s, o),
-        part_(Partitioner::make(s.dense_len / s.row_width, static_cast<uint32_t>(c.size()), opt_.seed)),
-        ws_(make_workspace<Workspace>()) {
+      : Typed(c, s, o), part_(Partitioner::make(s.dense_len / s.row_width, static_cast<uint32_t>(c.size()), opt_.seed)) {
     // Partition policy: owner = pi(row) mod n, position = pi(row) div n (zen/hash/hash.hpp).
     std::vector<uint64_t> sets(static_cast<size_t>(c.size()));
     for (size_t p = 0; p < sets.size(); ++p) sets[p] = part_.owner_size(static_cast<uint32_t>(p));
     set_owner_sets(std::move(sets));
   }
-  const char* name() const override { return "balanced"; }
-
- protected:
-  void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
-    dispatch_dtype(spec_.dtype, [&](auto tag) { run_typed<decltype(tag)>(in, sparse_out, dense_out); });
-  }
+  static constexpr const char* kName = "balanced";
 
  private:
+  friend plan::Access;
+
   uint64_t rows() const { return spec_.dense_len / spec_.row_width; }
 
   // One call, stage by stage (the shared stages: owner_exchange.hpp).
@@ -468,13 +463,7 @@ class Balanced : public plan::OwnerExchangePlan {
   }
 
   Partitioner part_;
-  std::shared_ptr<Workspace> ws_;
 };
-
-
-std::unique_ptr<SparseAllreduce> make(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return plan::make_plan<Balanced>(c, s, o);
-}
 
 void balanced_traffic(model::TrafficBuilder& b) { plan::owner_exchange_traffic(b, plan::Partition::Hash); }
 
@@ -485,10 +474,7 @@ double balanced_work(const model::Problem& p, const model::Counts& c, size_t r) 
 }  // namespace
 
 namespace detail {
-const SchemeRow& balanced_row() {
-  static const SchemeRow row{"balanced", make, balanced_traffic, balanced_work, /*auto_position=*/0, detail::kDevicePlan};
-  return row;
-}
+extern const SchemeRow balanced_row{Balanced::kName, plan::factory<Balanced>, balanced_traffic, balanced_work, /*auto_position=*/0, detail::kDevicePlan};
 }  // namespace detail
 
 }  // namespace zen

@@ -19,13 +19,10 @@ struct Workspace : plan::DenseWorkspace {
   std::vector<uint64_t> support;  ///< R bits: the local, then the global row support
 };
 
-class DenseNative : public SparseAllreduce {
+class DenseNative : public plan::Named<DenseNative, Workspace> {
  public:
-  DenseNative(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
-      : SparseAllreduce(c, s, o), ws_(std::make_shared<Workspace>()) {
-    holder_ = ws_;
-  }
-  const char* name() const override { return "dense_native"; }
+  using Named::Named;
+  static constexpr const char* kName = "dense_native";
 
  protected:
   void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
@@ -124,13 +121,7 @@ class DenseNative : public SparseAllreduce {
     }
   }
 
-  std::shared_ptr<Workspace> ws_;
 };
-
-
-std::unique_ptr<SparseAllreduce> make(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return plan::make_plan<DenseNative>(c, s, o);
-}
 
 void dense_native_traffic(model::TrafficBuilder& b) {
   const int n = b.n;
@@ -157,10 +148,7 @@ double dense_native_work(const model::Problem& p, const model::Counts& c, size_t
 }  // namespace
 
 namespace detail {
-const SchemeRow& dense_native_row() {
-  static const SchemeRow row{"dense_native", make, dense_native_traffic, dense_native_work, /*auto_position=*/5, detail::kDense};
-  return row;
-}
+extern const SchemeRow dense_native_row{DenseNative::kName, plan::factory<DenseNative>, dense_native_traffic, dense_native_work, /*auto_position=*/5, detail::kDense};
 }  // namespace detail
 
 }  // namespace zen

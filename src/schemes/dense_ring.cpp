@@ -17,19 +17,14 @@ struct Workspace : plan::DenseWorkspace {
   baseline::RingScratch ring;
 };
 
-class DenseRing : public SparseAllreduce {
+class DenseRing : public plan::Typed<DenseRing, Workspace> {
  public:
-  DenseRing(Communicator& c, const TensorSpec& s, const SchemeOptions& o) : SparseAllreduce(c, s, o), ws_(std::make_shared<Workspace>()) {
-    holder_ = ws_;
-  }
-  const char* name() const override { return "dense"; }
-
- protected:
-  void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
-    dispatch_dtype(spec_.dtype, [&](auto tag) { run_typed<decltype(tag)>(in, sparse_out, dense_out); });
-  }
+  DenseRing(Communicator& c, const TensorSpec& s, const SchemeOptions& o) : Typed(c, s, o) {}
+  static constexpr const char* kName = "dense";
 
  private:
+  friend plan::Access;
+
   template <typename T>
   void run_typed(const SparseView& in, SparseTensor* sparse_out, void* dense_out) {
     Workspace& w = *ws_;
@@ -67,13 +62,7 @@ class DenseRing : public SparseAllreduce {
     baseline::dense_with_support_to_sparse(buf, bm, spec_, *sparse_out);
   }
 
-  std::shared_ptr<Workspace> ws_;
 };
-
-
-std::unique_ptr<SparseAllreduce> make(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return plan::make_plan<DenseRing>(c, s, o);
-}
 
 void dense_ring_traffic(model::TrafficBuilder& b) {
   const int n = b.n;
@@ -105,10 +94,7 @@ double dense_work(const model::Problem& p, const model::Counts& c, size_t r) {
 }  // namespace
 
 namespace detail {
-const SchemeRow& dense_ring_row() {
-  static const SchemeRow row{"dense", make, dense_ring_traffic, dense_work, /*auto_position=*/detail::kNotAuto, detail::kDense};
-  return row;
-}
+extern const SchemeRow dense_ring_row{DenseRing::kName, plan::factory<DenseRing>, dense_ring_traffic, dense_work, /*auto_position=*/detail::kNotAuto, detail::kDense};
 }  // namespace detail
 
 }  // namespace zen

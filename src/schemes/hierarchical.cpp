@@ -117,11 +117,11 @@ class SubComm final : public Communicator {
 };
 
 // ---------------------------------------------------------------------------------------------
-class Hierarchical : public SparseAllreduce {
+class Hierarchical : public plan::Typed<Hierarchical> {
  public:
   Hierarchical(Communicator& world, Communicator& intra, Communicator& inter, const TensorSpec& spec,
                const SchemeOptions& opt, const std::string& inter_scheme, NodeComms owned)
-      : SparseAllreduce(world, spec, opt), owned_(std::move(owned)), intra_(intra), inter_(inter) {
+      : Typed(world, spec, opt), owned_(std::move(owned)), intra_(intra), inter_(inter) {
     const std::string where = "rank " + std::to_string(world.rank()) + " hierarchical setup: ";
     ZEN_ENFORCE(intra.memory_space() == MemSpace::Host && inter.memory_space() == MemSpace::Host,
                 where + "sub-communicators must be host backends");
@@ -143,14 +143,11 @@ class Hierarchical : public SparseAllreduce {
     TensorSpec cs{mine * spec.row_width, spec.row_width, spec.dtype};
     inner_ = make_scheme(inter_scheme, inter, cs, opt_);
   }
-  const char* name() const override { return "hierarchical"; }
-
- protected:
-  void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
-    dispatch_dtype(spec_.dtype, [&](auto tag) { run_typed<decltype(tag)>(in, sparse_out, dense_out); });
-  }
+  static constexpr const char* kName = "hierarchical";
 
  private:
+  friend plan::Access;
+
   uint64_t chunk_rows(int j) const { return lo_[j + 1] - lo_[j]; }
   int chunk_of(uint64_t row) const {
     return static_cast<int>(std::upper_bound(lo_.begin(), lo_.end(), row) - lo_.begin()) - 1;

@@ -18,23 +18,20 @@
 namespace zen {
 namespace {
 
-class OmniReduce : public SparseAllreduce {
+class OmniReduce : public plan::Typed<OmniReduce> {
  public:
-  OmniReduce(Communicator& c, const TensorSpec& s, const SchemeOptions& o) : SparseAllreduce(c, s, o) {
+  OmniReduce(Communicator& c, const TensorSpec& s, const SchemeOptions& o) : Typed(c, s, o) {
     ZEN_ENFORCE(opt_.block_size >= 1, "rank " + std::to_string(c.rank()) + " omnireduce: block size " +
                                           std::to_string(opt_.block_size) + " must be >= 1");
     R_ = s.dense_len / s.row_width;
     BR_ = std::max<uint64_t>(1, opt_.block_size / s.row_width);
     NB_ = (R_ + BR_ - 1) / BR_;
   }
-  const char* name() const override { return "omnireduce"; }
-
- protected:
-  void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
-    dispatch_dtype(spec_.dtype, [&](auto tag) { run_typed<decltype(tag)>(in, sparse_out, dense_out); });
-  }
+  static constexpr const char* kName = "omnireduce";
 
  private:
+  friend plan::Access;
+
   uint64_t block_rows(uint64_t b) const { return std::min(BR_, R_ - b * BR_); }
   uint64_t blo(int o) const { return baseline::range_begin(NB_, comm_.size(), o); }
   size_t block_bytes(uint64_t b, bool masks, size_t rowb) const {
@@ -238,11 +235,6 @@ class OmniReduce : public SparseAllreduce {
   uint64_t R_ = 0, BR_ = 1, NB_ = 0;
 };
 
-
-std::unique_ptr<SparseAllreduce> make(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return plan::make_plan<OmniReduce>(c, s, o);
-}
-
 void omnireduce_traffic(model::TrafficBuilder& b) {
   const auto& p = b.p;
   const auto& c = b.c;
@@ -288,10 +280,7 @@ double omnireduce_work(const model::Problem& p, const model::Counts& c, size_t r
 }  // namespace
 
 namespace detail {
-const SchemeRow& omnireduce_row() {
-  static const SchemeRow row{"omnireduce", make, omnireduce_traffic, omnireduce_work, /*auto_position=*/4, detail::kNeedsBlockCounts};
-  return row;
-}
+extern const SchemeRow omnireduce_row{OmniReduce::kName, plan::factory<OmniReduce>, omnireduce_traffic, omnireduce_work, /*auto_position=*/4, detail::kNeedsBlockCounts};
 }  // namespace detail
 
 }  // namespace zen

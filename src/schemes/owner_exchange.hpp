@@ -57,8 +57,12 @@ struct OwnerExchange {
 };
 
 /// Base of the owner-exchange plans: the stages above as members (they time their phases and fill
-/// the report), the owner sets of the scheme's partition policy and the workspace holder.
+/// the report), the owner sets of the scheme's partition policy; the workspace is adopted from plan::Named.
 class OwnerExchangePlan : public SparseAllreduce {
+ public:
+  /// The stages' buffers: the scheme's workspace (made and held by plan::Named).
+  void adopt_workspace(OwnerExchange& w) { x_ = &w; }
+
  protected:
   using SparseAllreduce::SparseAllreduce;
 
@@ -66,14 +70,6 @@ class OwnerExchangePlan : public SparseAllreduce {
   void set_owner_sets(std::vector<uint64_t> sizes);
   uint64_t owner_set(int p) const { return m_of_[static_cast<size_t>(p)]; }
 
-  /// Make the plan's workspace W (derived from OwnerExchange), held for OwnerScope.
-  template <typename W>
-  std::shared_ptr<W> make_workspace() {
-    auto w = std::make_shared<W>();
-    x_ = w.get();
-    holder_ = w;
-    return w;
-  }
 
   StageCtx stage_ctx(size_t value_size);
 

@@ -365,15 +365,16 @@ SparseAllreduce::Phase::~Phase() {
 }
 
 namespace detail {
-// The library's schemes, one row each, defined in the scheme's own file. The list gives the
-// registry's order (scheme_names()); auto's order is each row's auto_position.
-const SchemeRow& balanced_row();
-const SchemeRow& dense_ring_row();
-const SchemeRow& dense_native_row();
-const SchemeRow& allgather_row();
-const SchemeRow& sparcml_row();
-const SchemeRow& omnireduce_row();
-const SchemeRow& sparse_ps_row();
+// The library's schemes, one row each, defined in the scheme's own file (constants, so no order of
+// initialization matters). The list below gives the registry's order (scheme_names()); auto's order
+// is each row's auto_position.
+extern const SchemeRow balanced_row;
+extern const SchemeRow dense_ring_row;
+extern const SchemeRow dense_native_row;
+extern const SchemeRow allgather_row;
+extern const SchemeRow sparcml_row;
+extern const SchemeRow omnireduce_row;
+extern const SchemeRow sparse_ps_row;
 
 namespace {
 void check_row(const std::vector<SchemeRow>& table, const SchemeRow& row) {
@@ -391,8 +392,8 @@ void check_row(const std::vector<SchemeRow>& table, const SchemeRow& row) {
 std::vector<SchemeRow>& table() {
   static std::vector<SchemeRow> t = [] {
     std::vector<SchemeRow> v;
-    for (const SchemeRow* r : {&balanced_row(), &dense_ring_row(), &dense_native_row(), &allgather_row(), &sparcml_row(),
-                               &omnireduce_row(), &sparse_ps_row()}) {
+    for (const SchemeRow* r : {&balanced_row, &dense_ring_row, &dense_native_row, &allgather_row, &sparcml_row,
+                               &omnireduce_row, &sparse_ps_row}) {
       check_row(v, *r);
       v.push_back(*r);
     }

@@ -20,18 +20,15 @@ namespace {
 
 constexpr uint64_t kDenseHeader = ~0ULL;
 
-class SparCML : public SparseAllreduce {
+class SparCML : public plan::Typed<SparCML> {
  public:
   SparCML(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
-      : SparseAllreduce(c, s, o), wire_(encode::wire_index_type(s.dense_len / s.row_width)) {}
-  const char* name() const override { return "sparcml"; }
-
- protected:
-  void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
-    dispatch_dtype(spec_.dtype, [&](auto tag) { run_typed<decltype(tag)>(in, sparse_out, dense_out); });
-  }
+      : Typed(c, s, o), wire_(encode::wire_index_type(s.dense_len / s.row_width)) {}
+  static constexpr const char* kName = "sparcml";
 
  private:
+  friend plan::Access;
+
   // Running sum: sparse (sorted keys + rows) or dense (N values + presence bitmap if tracked).
   template <typename T>
   struct State {
@@ -251,11 +248,6 @@ class SparCML : public SparseAllreduce {
   bool ever_dense_ = false;
 };
 
-
-std::unique_ptr<SparseAllreduce> make(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return plan::make_plan<SparCML>(c, s, o);
-}
-
 void sparcml_traffic(model::TrafficBuilder& b) {
   const auto& p = b.p;
   const auto& c = b.c;
@@ -313,10 +305,7 @@ double sparcml_work(const model::Problem&, const model::Counts& c, size_t r) {
 }  // namespace
 
 namespace detail {
-const SchemeRow& sparcml_row() {
-  static const SchemeRow row{"sparcml", make, sparcml_traffic, sparcml_work, /*auto_position=*/2, detail::kSparse};
-  return row;
-}
+extern const SchemeRow sparcml_row{SparCML::kName, plan::factory<SparCML>, sparcml_traffic, sparcml_work, /*auto_position=*/2, detail::kSparse};
 }  // namespace detail
 
 }  // namespace zen

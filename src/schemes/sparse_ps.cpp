@@ -32,23 +32,20 @@ struct Workspace : plan::OwnerExchange {
 
 using plan::StageCtx;
 
-class SparsePS : public plan::OwnerExchangePlan {
+class SparsePS : public plan::Typed<SparsePS, Workspace, plan::OwnerExchangePlan> {
  public:
   SparsePS(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
-      : OwnerExchangePlan(c, s, o), R_(s.dense_len / s.row_width), ws_(make_workspace<Workspace>()) {
+      : Typed(c, s, o), R_(s.dense_len / s.row_width) {
     // Partition policy: owner o holds the contiguous key range [lo(o), lo(o + 1)), position = row - lo(o).
     std::vector<uint64_t> sets(static_cast<size_t>(c.size()));
     for (size_t o = 0; o < sets.size(); ++o) sets[o] = range(static_cast<int>(o));
     set_owner_sets(std::move(sets));
   }
-  const char* name() const override { return "sparse_ps"; }
-
- protected:
-  void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
-    dispatch_dtype(spec_.dtype, [&](auto tag) { run_typed<decltype(tag)>(in, sparse_out, dense_out); });
-  }
+  static constexpr const char* kName = "sparse_ps";
 
  private:
+  friend plan::Access;
+
   // One call, stage by stage (the shared stages: owner_exchange.hpp).
   template <typename T>
   void run_typed(const SparseView& in, SparseTensor* sparse_out, void* dense_out) {
@@ -140,13 +137,7 @@ class SparsePS : public plan::OwnerExchangePlan {
   uint64_t range(int o) const { return lo(o + 1) - lo(o); }
 
   uint64_t R_ = 0;
-  std::shared_ptr<Workspace> ws_;
 };
-
-
-std::unique_ptr<SparseAllreduce> make(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return plan::make_plan<SparsePS>(c, s, o);
-}
 
 void sparse_ps_traffic(model::TrafficBuilder& b) { plan::owner_exchange_traffic(b, plan::Partition::KeyRange); }
 
@@ -157,10 +148,7 @@ double sparse_ps_work(const model::Problem& p, const model::Counts& c, size_t r)
 }  // namespace
 
 namespace detail {
-const SchemeRow& sparse_ps_row() {
-  static const SchemeRow row{"sparse_ps", make, sparse_ps_traffic, sparse_ps_work, /*auto_position=*/3, detail::kSparse};
-  return row;
-}
+extern const SchemeRow sparse_ps_row{SparsePS::kName, plan::factory<SparsePS>, sparse_ps_traffic, sparse_ps_work, /*auto_position=*/3, detail::kSparse};
 }  // namespace detail
 
 }  // namespace zen
