@@ -1,0 +1,62 @@
+#pragma once
+// The options shared by zen_orbit's fl and compare subcommands (orbit-aware federated learning,
+// zen::fl::sim, docs/fl-orbit.md): the experiment's settings, the learner's backend (loopback threads
+// or MPI), and the outputs (CSV, transfers, the accuracy plot).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "common/progress.hpp"
+#include "zen/fl/sim/experiment.hpp"
+#ifdef ZEN_HAVE_MPI
+#include "zen/comm/mpi.hpp"
+#endif
+
+namespace zen_orbit_cli {
+
+namespace zs = zen::fl::sim;
+
+struct FlArgs {
+  zs::ExperimentConfig cfg;
+  std::string schemes;
+  std::string presets;
+  std::string out;
+  std::vector<std::string> faults;
+  bool transfers = false;
+  std::string backend = "loopback";
+  int ranks = 0;     // loopback ranks
+  std::vector<double> sweep_gflops;  // compare: timing-only sweep of the on-board throughput
+  std::vector<double> topk{1.0};     // compare: top-k fractions of the compressed updates
+  std::vector<double> topk_down{1.0};  // compare: top-k fractions of the compressed downloads (zipped with topk)
+  bool root = true;  // this process prints (rank 0 under --backend mpi)
+};
+
+// --backend mpi: the learner runs with one MPI process per communicator rank (server on rank 0,
+// satellites multiplexed over the others); every process simulates the same schedule and only
+// rank 0 prints and writes files. Run it under mpirun.
+struct BackendScope {
+#ifdef ZEN_HAVE_MPI
+  std::unique_ptr<zen::mpi::Environment> env;
+  std::unique_ptr<zen::Communicator> comm;
+#endif
+  explicit BackendScope(FlArgs& a);
+};
+
+/// A comma-separated list (empty items dropped).
+std::vector<std::string> split_list(const std::string& s);
+
+/// Registers the options fl and compare share on a subcommand.
+void add_fl_options(CLI::App* app, FlArgs& a);
+
+/// The experiment's configuration with the --fault list parsed into it.
+zs::ExperimentConfig finish_config(FlArgs& a);
+
+/// --out: every run's CSV (and transfers with --transfers) and the accuracy plot.
+void write_outputs(const FlArgs& a, const std::vector<zs::RunResult>& runs, const std::string& title);
+
+// Progress on stderr (terminal only; tools/common/progress.hpp): one step per run, phases named.
+void attach_progress(FlArgs& a, zen::tools::Progress& p);
+
+}  // namespace zen_orbit_cli
