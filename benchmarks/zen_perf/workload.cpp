@@ -1,5 +1,13 @@
 // zen_perf's synthetic workload (workload.hpp): the gamma / Zipf row generator of every rank's input
 // and the view a plan is called on.
+//
+// Why not trace::generate_synthetic (zen_trace synthetic): it cannot make these inputs. It samples
+// indices, not rows of width D; it rejects density 0 and a union larger than N (-d 1 with gamma > 1),
+// which zen_perf runs (filled by the scan below); it writes every rank's files where each zen_perf
+// rank draws only its own k rows in memory (O(k) draws, an R-bit map). And a different sampler gives
+// different rows and values: every figure recorded from a synthetic zen_perf run (the docs' tables,
+// bench_fastpath.sh before / after) would stop being comparable. The two share the definition of
+// gamma (f = (n - gamma) / (n - 1) of each rank's rows common to all ranks, the rest private).
 #include "workload.hpp"
 
 #include <algorithm>

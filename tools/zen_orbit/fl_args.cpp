@@ -38,21 +38,6 @@ BackendScope::BackendScope(FlArgs& a) {
 #endif
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
 void add_fl_options(CLI::App* app, FlArgs& a) {
   auto& c = a.cfg;
   app->add_option("--scenario", c.scenario, "built-in scenario")->capture_default_str();

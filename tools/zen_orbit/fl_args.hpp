@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/progress.hpp"
+#include "lists.hpp"
 #include "zen/fl/sim/experiment.hpp"
 #ifdef ZEN_HAVE_MPI
 #include "zen/comm/mpi.hpp"
@@ -43,9 +44,6 @@ struct BackendScope {
 #endif
   explicit BackendScope(FlArgs& a);
 };
-
-/// A comma-separated list (empty items dropped).
-std::vector<std::string> split_list(const std::string& s);
 
 /// Registers the options fl and compare share on a subcommand.
 void add_fl_options(CLI::App* app, FlArgs& a);

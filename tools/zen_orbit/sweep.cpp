@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/progress.hpp"
+#include "lists.hpp"
 #include "sweep_report.hpp"
 #include "zen/error.hpp"
 #include "zen/fl/model.hpp"
@@ -40,25 +41,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else if (c != ' ') {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
 template <class T>
 std::vector<T> parse_list(const std::string& s, const char* what) {
   std::vector<T> out;
-  for (const std::string& x : split_list(s)) {
+  for (const std::string& x : split_list(s, true)) {
     std::istringstream in(x);
     T v{};
     in >> v;
@@ -194,13 +180,13 @@ Plan make_plan(const SweepArgs& a) {
   if (given("--sats-per-plane")) p.grid.sats_per_plane = parse_list<int>(a.sats_per_plane, "sats-per-plane");
   if (given("--altitude-km")) p.grid.altitude_km = parse_list<double>(a.altitude_km, "altitude-km");
   if (given("--inclination-deg")) p.grid.inclination_deg = parse_list<double>(a.inclination_deg, "inclination-deg");
-  if (given("--pattern")) p.grid.pattern = split_list(a.pattern);
+  if (given("--pattern")) p.grid.pattern = split_list(a.pattern, true);
   if (given("--phasing")) p.grid.phasing = parse_list<int>(a.phasing, "phasing");
-  if (given("--stations")) p.grid.stations = split_list(a.stations);
-  if (given("--presets")) p.grid.preset = split_list(a.presets);
-  if (given("--compute")) p.grid.compute = split_list(a.compute);
-  if (given("--splits")) p.grid.split = split_list(a.splits);
-  if (given("--schemes")) p.grid.scheme = split_list(a.schemes);
+  if (given("--stations")) p.grid.stations = split_list(a.stations, true);
+  if (given("--presets")) p.grid.preset = split_list(a.presets, true);
+  if (given("--compute")) p.grid.compute = split_list(a.compute, true);
+  if (given("--splits")) p.grid.split = split_list(a.splits, true);
+  if (given("--schemes")) p.grid.scheme = split_list(a.schemes, true);
   if (given("--stations-file")) p.stations_file = a.stations_file;
   if (given("--data-dir")) p.data_dir = a.data_dir;
   if (given("--rounds")) fl.rounds = a.rounds;
