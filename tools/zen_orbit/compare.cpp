@@ -52,10 +52,7 @@ int cmd_compare(FlArgs& a) {
       for (const std::string& scheme : schemes) {
         const double k = a.topk[ki], kd = a.topk_down[a.topk_down.size() == 1 ? 0 : ki];
         runs.push_back(ex.run(scheme, preset, k, kd));
-        progress.step(scheme + " " + preset + " done");
-        progress.finish();
-        std::printf("%s\n", runs.back().summary().c_str());
-        std::fflush(stdout);
+        report_run(progress, runs.back(), scheme + " " + preset + " done");
       }
     const zs::RunResult& b = runs[first];
     std::printf("\npreset %s (vs %s)\n", preset.c_str(), b.name().c_str());
@@ -121,9 +118,7 @@ int cmd_compare(FlArgs& a) {
     }
     std::fflush(stdout);
   }
-  write_outputs(a, runs, "FL on " + ex.scenario().name + ", split " + a.cfg.split + ", model " + a.cfg.model);
-  std::printf("total wall %.2f s (data load %.2f s)\n",
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), ex.load_wall_s());
+  finish_runs(a, runs, "FL on " + ex.scenario().name + ", split " + a.cfg.split + ", model " + a.cfg.model, ex, t0);
   return 0;
 }
 

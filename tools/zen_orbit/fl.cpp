@@ -23,14 +23,9 @@ int cmd_fl(FlArgs& a) {
   std::vector<zs::RunResult> runs;
   for (const std::string& scheme : schemes) {
     runs.push_back(ex.run(scheme, a.cfg.preset));
-    progress.step(scheme + " done");
-    progress.finish();
-    std::printf("%s\n", runs.back().summary().c_str());
-    std::fflush(stdout);
+    report_run(progress, runs.back(), scheme + " done");
   }
-  write_outputs(a, runs, "FL on " + ex.scenario().name + " (" + a.cfg.preset + ")");
-  std::printf("total wall %.2f s (data load %.2f s)\n",
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), ex.load_wall_s());
+  finish_runs(a, runs, "FL on " + ex.scenario().name + " (" + a.cfg.preset + ")", ex, t0);
   return 0;
 }
 

@@ -111,6 +111,8 @@ zs::ExperimentConfig finish_config(FlArgs& a) {
   return a.cfg;
 }
 
+namespace {
+
 void write_outputs(const FlArgs& a, const std::vector<zs::RunResult>& runs, const std::string& title) {
   if (a.out.empty()) return;
   std::filesystem::create_directories(a.out);
@@ -129,6 +131,22 @@ void write_outputs(const FlArgs& a, const std::vector<zs::RunResult>& runs, cons
   }
   zs::write_plot(a.out, ptrs, title);
   std::printf("wrote %s/*.csv and %s/accuracy.png\n", a.out.c_str(), a.out.c_str());
+}
+
+}  // namespace
+
+void report_run(zen::tools::Progress& p, const zs::RunResult& r, const std::string& what) {
+  p.step(what);
+  p.finish();
+  std::printf("%s\n", r.summary().c_str());
+  std::fflush(stdout);
+}
+
+void finish_runs(const FlArgs& a, const std::vector<zs::RunResult>& runs, const std::string& title,
+                 const zs::Experiment& ex, std::chrono::steady_clock::time_point t0) {
+  write_outputs(a, runs, title);
+  std::printf("total wall %.2f s (data load %.2f s)\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), ex.load_wall_s());
 }
 
 void attach_progress(FlArgs& a, zen::tools::Progress& p) {

@@ -2,6 +2,7 @@
 // The options shared by zen_orbit's fl and compare subcommands (orbit-aware federated learning,
 // zen::fl::sim, docs/fl-orbit.md): the experiment's settings, the learner's backend (loopback threads
 // or MPI), and the outputs (CSV, transfers, the accuracy plot).
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,8 +52,13 @@ void add_fl_options(CLI::App* app, FlArgs& a);
 /// The experiment's configuration with the --fault list parsed into it.
 zs::ExperimentConfig finish_config(FlArgs& a);
 
-/// --out: every run's CSV (and transfers with --transfers) and the accuracy plot.
-void write_outputs(const FlArgs& a, const std::vector<zs::RunResult>& runs, const std::string& title);
+/// One run done: a progress step and the run's summary line on stdout.
+void report_run(zen::tools::Progress& p, const zs::RunResult& r, const std::string& what);
+
+/// After the runs: --out (every run's CSV, transfers with --transfers, the accuracy plot) and the wall
+/// time since t0 (the data load apart).
+void finish_runs(const FlArgs& a, const std::vector<zs::RunResult>& runs, const std::string& title,
+                 const zs::Experiment& ex, std::chrono::steady_clock::time_point t0);
 
 // Progress on stderr (terminal only; tools/common/progress.hpp): one step per run, phases named.
 void attach_progress(FlArgs& a, zen::tools::Progress& p);
