@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 build=${ZEN_BUILD_DIR:-build}
 status=0
-ZEN_FUZZ_SECONDS=${ZEN_FUZZ_SECONDS:-30} bash scripts/fuzz.sh ci || status=1
+ZEN_FUZZ_SECONDS=${ZEN_FUZZ_SECONDS:-20} bash scripts/fuzz.sh ci || status=1
 if [ ! -f "$build/build.ninja" ]; then cmake --preset cpu >/dev/null || exit 1; fi
 # The whole tree (scripts/test.sh later finds it built).
 blog=$(mktemp)

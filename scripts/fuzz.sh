@@ -21,8 +21,11 @@ fi
 targets=(bitmap coo elias_fano trace orbit_config)
 cmake --build "$build" --target "${targets[@]/#/fuzz_}" >/dev/null || exit 1
 mkdir -p "$build/fuzz-artifacts"
-status=0
-for t in "${targets[@]}"; do
+# Targets run ZEN_FUZZ_JOBS at a time (default: 2 in ci mode, where each run is bounded by time and
+# the machine has 2 cores; 1 in full mode); each prints its line when it ends.
+jobs=${ZEN_FUZZ_JOBS:-$([ "$mode" = ci ] && echo 2 || echo 1)}
+one() {  # TARGET: run it, print its line; exit status 1 on a finding
+  local t=$1 corp log start rc took execs st
   corp="$build/fuzz-corpus/$t"
   mkdir -p "$corp"
   cp -n tests/fuzz/corpus/$t/* "$corp"/ 2>/dev/null || true
@@ -36,8 +39,16 @@ for t in "${targets[@]}"; do
   rc=$?
   took=$(( $(date +%s) - start ))
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
-  if [ $rc -eq 0 ]; then st=ok; else st=FAIL; status=1; fi
+  if [ $rc -eq 0 ]; then st=ok; else st=FAIL; fi
   echo "fuzz: target=$t execs=${execs:-?} seconds=$took status=$st corpus=$(ls "$corp" | wc -l)"
-  if [ $rc -ne 0 ]; then grep -E "ERROR|SUMMARY|deadly|uncaught|Test unit written" "$log" | head -8; fi
+  if [ $rc -ne 0 ]; then grep -E "ERROR|SUMMARY|deadly|uncaught|Test unit written" "$log" | head -8; return 1; fi
+}
+status=0
+running=0
+for t in "${targets[@]}"; do
+  if [ "$running" -ge "$jobs" ]; then wait -n || status=1; running=$((running - 1)); fi
+  one "$t" &
+  running=$((running + 1))
 done
+while [ "$running" -gt 0 ]; do wait -n || status=1; running=$((running - 1)); done
 exit $status

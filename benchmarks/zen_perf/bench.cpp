@@ -20,8 +20,17 @@ using namespace zen;
 namespace {
 
 #ifdef ZEN_PERF_HAVE_TRACE
-void dump_result(const std::string& dir, const trace::TraceMeta& meta, int r, int t, const SparseTensor& out) {
-  trace::write_rank_iter(dir, meta, r, t, out.indices.data(), out.indices.size(), out.values.data());
+/// Dump the runner's result on input `in` as record (r, t) of the trace `dir`. The result is computed
+/// here, by one call with sparse output on `in` itself, never taken from what an earlier call left in
+/// rn.sparse: that holds the result of the LAST call (the timed loop's last iteration unless a check
+/// re-ran this input), so reusing it wrote the last timed call's result for every iteration of a
+/// multi-iteration trace when the run's output was sparse and the check was off.
+void dump_result(Communicator& comm, Runner& rn, const SparseView& in, const std::string& dir,
+                 const trace::TraceMeta& meta, int t) {
+  comm.barrier();
+  rn.call(in, false);
+  const SparseTensor& out = rn.sparse;
+  trace::write_rank_iter(dir, meta, comm.rank(), t, out.indices.data(), out.indices.size(), out.values.data());
 }
 #endif
 
@@ -130,9 +139,7 @@ std::vector<Row> Bench::replay_traces() const {
             out_meta.ranks = n;
             out_meta.source = "zen_perf " + rn.name + " results of " + tr.dir;
             if (t == 0 && root) trace::write_meta(dump, out_meta);
-            comm.barrier();
-            if (dense_out) rn.call(tr.views[t], false);
-            dump_result(dump, out_meta, r, t, rn.sparse);
+            dump_result(comm, rn, tr.views[t], dump, out_meta, t);
           }
         }
       }
@@ -218,9 +225,7 @@ std::vector<Row> Bench::sweep_sizes() const {
                    std::to_string(gamma) + " skew=" + std::to_string(cfg.skew) + " seed=" + std::to_string(cfg.seed);
         const std::string dir = cfg.dump_dir + "/" + rn.name;
         if (root) trace::write_meta(dir, m);
-        comm.barrier();
-        if (dense_out) rn.call(views[0], false);
-        dump_result(dir, m, r, 0, rn.sparse);
+        dump_result(comm, rn, views[0], dir, m, 0);
       }
 #endif
       rows.push_back(finish_runner(comm, rn, N, dt, dens, gam));

@@ -94,7 +94,10 @@ void Runner::account() {
   bound_sum += rep.bound_bytes;
   push = std::max(push, rep.push_imbalance);
   pull = std::max(pull, rep.pull_imbalance);
-  encoding = rep.encoding;
+  // Every distinct pull encoding of the timed calls, in the order first seen: a trace's iterations
+  // may choose differently, and the row describes all of them (not the last call's alone).
+  if (!rep.encoding.empty() && ("," + encoding + ",").find("," + rep.encoding + ",") == std::string::npos)
+    encoding += (encoding.empty() ? "" : ",") + rep.encoding;
   // Phases: bytes of the last call, seconds averaged over the timed calls.
   if (phases.size() != rep.phases.size()) {
     phases = rep.phases;

@@ -123,6 +123,12 @@ zenResult_t zenCommDestroy(zenComm_t comm);
 zenResult_t zenCommRank(zenComm_t comm, int* rank);
 zenResult_t zenCommSize(zenComm_t comm, int* size);
 zenResult_t zenCommSetTimeout(zenComm_t comm, int milliseconds);
+/** How calls on a communicator are ordered (docs/api.md, "Concurrency"): zenCallOrderSubmitted (default)
+ *  runs them in the order this rank starts them (the same on every rank); zenCallOrderAgreed lets
+ *  several threads of a rank drive plans of the communicator, the ranks agreeing on the order. Set it
+ *  on every rank before the first plan of the communicator. */
+typedef enum { zenCallOrderSubmitted = 0, zenCallOrderAgreed = 1, zenCallOrderMaxEnum = 0x7FFFFFFF } zenCallOrder_t;
+zenResult_t zenCommSetCallOrder(zenComm_t comm, zenCallOrder_t order);
 /** Bytes this rank sent and received since the communicator was created. */
 zenResult_t zenCommTraffic(zenComm_t comm, uint64_t* sent, uint64_t* recv);
 

@@ -134,7 +134,24 @@ def _close_all():
 # Communicator
 
 
-class Communicator:
+class _Closable:
+    """``with`` support and a finalizer for an object owning a zen handle: leaving the block or
+    collecting the object calls ``close()`` (idempotent); a finalizer never raises."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - finalizer
+            pass
+
+
+class Communicator(_Closable):
     """A zen communicator: ``Communicator.from_mpi(comm)`` (any mpi4py communicator) or
     ``Communicator.loopback(n)`` (n ranks as threads of this process, for tests).
 
@@ -233,18 +250,6 @@ class Communicator:
         with _live_lock:
             _live.discard(self)
         lib().call("zenCommDestroy", h)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - finalizer
-            pass
 
     def __repr__(self):
         return f"<zen.Communicator rank {self.rank} of {self.size}{'' if self._h else ', closed'}>"
@@ -421,7 +426,7 @@ class Request:
                 pass
 
 
-class SparseAllreduce:
+class SparseAllreduce(_Closable):
     """A plan: set up once (collectively) for sparse tensors of dense length `size` elements,
     `row_width` elements per index and `dtype`, reused for every call.
 
@@ -610,18 +615,6 @@ class SparseAllreduce:
             _live.discard(self)
         self.comm._plans.discard(self)
         lib().call("zenSparseAllreduceDestroy", h)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - finalizer
-            pass
 
     def __repr__(self):
         return (f"<zen.SparseAllreduce {self.scheme} size={self.size} row_width={self.row_width} "

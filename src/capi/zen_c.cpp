@@ -251,6 +251,14 @@ zenResult_t zenCommSetTimeout(zenComm_t comm, int ms) {
     comm->comm->set_timeout(std::chrono::milliseconds(ms));
   });
 }
+zenResult_t zenCommSetCallOrder(zenComm_t comm, zenCallOrder_t order) {
+  return guard([&] {
+    ZEN_C_NOT_NULL(comm);
+    ZEN_ENFORCE(order == zenCallOrderSubmitted || order == zenCallOrderAgreed,
+                "zenCommSetCallOrder: unknown order " + std::to_string(static_cast<int>(order)));
+    comm->comm->set_call_order(order == zenCallOrderAgreed ? zen::CallOrder::Agreed : zen::CallOrder::Submitted);
+  });
+}
 zenResult_t zenCommTraffic(zenComm_t comm, uint64_t* sent, uint64_t* recv) {
   return guard([&] {
     ZEN_C_NOT_NULL(comm);
@@ -523,9 +531,9 @@ zenResult_t zenSparseAllreduceLastScheme(zenSparseAllreduce_t op, const char** s
 zenResult_t zenSparseAllreduceDestroy(zenSparseAllreduce_t op) {
   return guard([&] {
     if (!op) return;
-    // Pending non-blocking calls (of this plan or earlier ones on the communicator) finish first.
-    zen::Communicator& c = *op->comm;
-    if (c.progress_busy()) zen::detail::wait_state(*c.progress().submit([] {}));
+    // This plan's pending non-blocking calls finish first (they write op->result); other plans'
+    // calls may be pending from other threads (agreed order) and are not waited for.
+    if (auto* s = dynamic_cast<zen::SparseAllreduce*>(op->plan.get())) s->wait_pending();
     plan_of(*op).synchronize();
     delete op;
   });
@@ -537,14 +545,20 @@ zenResult_t zenSparseAllreduceDestroy(zenSparseAllreduce_t op) {
 namespace {
 
 // A communicator operation in call order: behind the non-blocking calls pending on `c` (on its
-// progress thread), or at once when none is pending.
+// progress thread), or at once when none is pending. In agreed order (zenCommSetCallOrder) a
+// collective is always an agreed call on the progress thread, keyed like a plan setup (plan 0, the
+// communicator's setup count): another thread's plan calls may be queued or running there, in a
+// different order on each rank, and the collective must take the same place among them on every
+// rank. Point-to-point calls and abort involve no agreement (not every rank takes part).
 template <typename F>
-void in_order(zen::Communicator& c, F&& f) {
-  if (!c.progress_busy()) {
+void in_order(zen::Communicator& c, F&& f, bool collective = false) {
+  const bool agreed = collective && c.call_order() == zen::CallOrder::Agreed && !c.on_progress_thread();
+  if (!agreed && !c.progress_busy()) {
     f();
     return;
   }
-  auto st = c.progress().submit([&f] { f(); });
+  const zen::detail::CallKey key = agreed ? zen::detail::CallKey{0, c.next_setup_index()} : zen::detail::CallKey{};
+  auto st = c.progress().submit([&f] { f(); }, key);
   zen::detail::wait_state(*st);
   if (st->error) std::rethrow_exception(st->error);
 }
@@ -620,7 +634,7 @@ zenResult_t zenCommAllreduce(zenComm_t comm, void* buf, size_t count, zenDataTyp
                                                   ": unknown reduce op " + std::to_string(static_cast<int>(op)));
     check_sizes(comm, "zenCommAllreduce", count, buf, "buf");
     zen::Communicator& c = *comm->comm;
-    in_order(c, [&] { c.allreduce(buf, count, static_cast<zen::DType>(dtype), static_cast<zen::ReduceOp>(op)); });
+    in_order(c, [&] { c.allreduce(buf, count, static_cast<zen::DType>(dtype), static_cast<zen::ReduceOp>(op)); }, true);
   });
 }
 
@@ -629,7 +643,7 @@ zenResult_t zenCommBroadcast(zenComm_t comm, void* buf, size_t bytes, int root) 
     ZEN_C_NOT_NULL(comm);
     check_sizes(comm, "zenCommBroadcast", bytes, buf, "buf");
     zen::Communicator& c = *comm->comm;
-    in_order(c, [&] { c.broadcast(buf, bytes, root); });
+    in_order(c, [&] { c.broadcast(buf, bytes, root); }, true);
   });
 }
 
@@ -639,7 +653,7 @@ zenResult_t zenCommAllgather(zenComm_t comm, const void* sendbuf, size_t bytes, 
     check_sizes(comm, "zenCommAllgather", bytes, sendbuf, "sendbuf");
     check_sizes(comm, "zenCommAllgather", bytes, recvbuf, "recvbuf");
     zen::Communicator& c = *comm->comm;
-    in_order(c, [&] { c.allgather(sendbuf, bytes, recvbuf); });
+    in_order(c, [&] { c.allgather(sendbuf, bytes, recvbuf); }, true);
   });
 }
 
@@ -659,7 +673,7 @@ zenResult_t zenCommAlltoallv(zenComm_t comm, const void* sendbuf, const size_t* 
     }
     check_sizes(comm, "zenCommAlltoallv", s, sendbuf, "sendbuf");
     check_sizes(comm, "zenCommAlltoallv", r, recvbuf, "recvbuf");
-    in_order(c, [&] { c.alltoallv(sendbuf, send_bytes, send_displs, recvbuf, recv_bytes, recv_displs); });
+    in_order(c, [&] { c.alltoallv(sendbuf, send_bytes, send_displs, recvbuf, recv_bytes, recv_displs); }, true);
   });
 }
 
@@ -667,7 +681,7 @@ zenResult_t zenCommBarrier(zenComm_t comm) {
   return guard_collective(comm_of(comm), [&] {
     ZEN_C_NOT_NULL(comm);
     zen::Communicator& c = *comm->comm;
-    in_order(c, [&] { c.barrier(); });
+    in_order(c, [&] { c.barrier(); }, true);
   });
 }
 

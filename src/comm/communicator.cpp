@@ -46,11 +46,50 @@ Communicator::Communicator() = default;
 Communicator::~Communicator() { finish_progress(); }
 
 detail::ProgressQueue& Communicator::progress() {
-  if (!progress_) progress_ = std::make_unique<detail::ProgressQueue>();
+  if (auto* q = progress_ptr_.load(std::memory_order_acquire)) return *q;
+  std::lock_guard<std::mutex> lk(progress_mu_);  // several threads may start the first call at once
+  if (!progress_) {
+    progress_ = std::make_unique<detail::ProgressQueue>();
+    progress_ptr_.store(progress_.get(), std::memory_order_release);
+  }
   return *progress_;
 }
-bool Communicator::progress_busy() const { return progress_ && progress_->busy_for_caller(); }
-void Communicator::finish_progress() { progress_.reset(); }
+bool Communicator::progress_busy() const {
+  const auto* q = progress_ptr_.load(std::memory_order_acquire);
+  return q && q->busy_for_caller();
+}
+bool Communicator::on_progress_thread() const {
+  const auto* q = progress_ptr_.load(std::memory_order_acquire);
+  return q && q->on_progress_thread();
+}
+void Communicator::finish_progress() {
+  progress_ptr_.store(nullptr, std::memory_order_release);
+  progress_.reset();
+}
+
+// Agreed order: before each call the progress thread broadcasts rank 0's oldest pending call (a
+// 16-byte broadcast on this communicator), and every rank runs that one next.
+void Communicator::set_call_order(CallOrder order) {
+  if (order == order_) return;
+  if (progress_busy())
+    ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(rank()) + " " + backend_name() +
+                                        " set_call_order: calls are pending; set it on every rank before they start");
+  order_ = order;
+  if (order == CallOrder::Submitted) {
+    progress().set_agreement(nullptr);
+    return;
+  }
+  auto a = std::make_shared<detail::Agreement>();
+  a->agree = [this](detail::CallKey mine) {
+    uint64_t k[2] = {mine.plan, mine.call};
+    broadcast(k, sizeof k, 0);
+    return detail::CallKey{k[0], k[1]};
+  };
+  a->give_up = [this](const std::string& why) { abort(why); };
+  a->timeout = [this] { return timeout_; };
+  a->who = "rank " + std::to_string(rank()) + "/" + std::to_string(size()) + " " + backend_name() + " agreed order";
+  progress().set_agreement(std::move(a));
+}
 
 void Communicator::fail(Result code, int peer, const std::string& detail) const {
   std::string msg = "rank " + std::to_string(rank()) + "/" + std::to_string(size()) + " " + backend_name() + " " +
@@ -69,7 +108,16 @@ void Communicator::run_op(CommOp op, F&& body) {
   op_ = op;
   ++seq_;
   if (failed_) fail(Result::InvalidUsage, -1, "communicator already failed and refuses further use (first error: " + failure_ + ")");
+  struct Around {  // begin_op / end_op around the body (begin_op's error fails the operation)
+    Communicator& c;
+    bool in = false;
+    ~Around() {
+      if (in) c.end_op();
+    }
+  } around{*this};
   try {
+    begin_op();
+    around.in = true;
     body();
   } catch (const Error& e) {
     failed_ = true;

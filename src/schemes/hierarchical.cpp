@@ -367,16 +367,20 @@ std::unique_ptr<SparseAllreduce> make_hierarchical(Communicator& world, const Te
                                                    const HierarchicalOptions& hopt) {
   detail::require_host_memory(world, "make_hierarchical", "hierarchical");
   NodeComms c = split_nodes(world, hopt.node_size);
-  Communicator& intra = *c.intra;
-  Communicator& inter = *c.inter;
-  return plan::make_plan<Hierarchical>(world, intra, inter, spec, opt, hopt.inter_scheme, std::move(c));
+  return detail::setup_in_order(world, [&]() -> std::unique_ptr<SparseAllreduce> {
+    Communicator& intra = *c.intra;
+    Communicator& inter = *c.inter;
+    return plan::make_plan<Hierarchical>(world, intra, inter, spec, opt, hopt.inter_scheme, std::move(c));
+  });
 }
 
 std::unique_ptr<SparseAllreduce> make_hierarchical(Communicator& world, Communicator& intra, Communicator& inter,
                                                    const TensorSpec& spec, const SchemeOptions& opt,
                                                    const std::string& inter_scheme) {
   for (Communicator* c : {&world, &intra, &inter}) detail::require_host_memory(*c, "make_hierarchical", "hierarchical");
-  return plan::make_plan<Hierarchical>(world, intra, inter, spec, opt, inter_scheme, NodeComms{});
+  return detail::setup_in_order(world, [&]() -> std::unique_ptr<SparseAllreduce> {
+    return plan::make_plan<Hierarchical>(world, intra, inter, spec, opt, inter_scheme, NodeComms{});
+  });
 }
 
 }  // namespace zen

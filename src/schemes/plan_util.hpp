@@ -17,7 +17,7 @@
 namespace zen::plan {
 
 /// The final class of every host plan: the factory makes Quiesced<S>, whose destructor waits for the
-/// non-blocking calls pending on the communicator (SparseAllreduce::quiesce) before any member of the
+/// non-blocking calls of this plan still pending (SparseAllreduce::quiesce) before any member of the
 /// scheme S goes, so no scheme has to remember to (and none can forget). Schemes are made only
 /// through make_plan.
 template <class S>

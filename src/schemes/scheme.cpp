@@ -87,7 +87,7 @@ void Plan::run_dense_from_dense(const void* grad, void* dense_out) {
 }
 
 SparseAllreduce::SparseAllreduce(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt)
-    : Plan(comm, spec), opt_(opt), output_(opt.output) {
+    : Plan(comm, spec), opt_(opt), output_(opt.output), plan_id_(comm.next_plan_id()) {
   // Output options are applied once, here in the base class; plans built from opt_ inside a scheme
   // (auto's candidates, hierarchical's inter-node scheme) must not apply them a second time.
   opt_.output = OutputOptions{};
@@ -213,7 +213,15 @@ void SparseAllreduce::run_now(const SparseView& in, SparseTensor& out) {
     out.dense_len = spec_.dense_len;
     out.row_width = spec_.row_width;
     out.dtype = spec_.dtype;
-    execute_checked(in, &out, nullptr);
+    try {
+      execute_checked(in, &out, nullptr);
+    } catch (...) {
+      // A failed call leaves no rows behind (a scheme that writes its result piece by piece, like
+      // dense_native, may have written some); the storage stays the caller's.
+      out.indices.clear();
+      out.values.clear();
+      throw;
+    }
     finish_output(&out, nullptr);
     report_.seconds = detail::seconds_now() - t0;
     report_.result_nnz = out.nnz();
@@ -290,35 +298,73 @@ void SparseAllreduce::finish_output(SparseTensor* sparse_out, void* dense_out) {
   });
 }
 
+namespace {
+// A blocking call goes through the progress queue when non-blocking calls are pending on the
+// communicator (it queues behind them) or, in agreed order, always (its place in the order is
+// agreed like any call's); on the progress thread itself (a plan inside another plan's call) it runs.
+bool through_queue(Communicator& c) {
+  if (c.call_order() == CallOrder::Agreed) return !c.progress().on_progress_thread();
+  return c.progress_busy();
+}
+}  // namespace
+
 void SparseAllreduce::run(const SparseView& in, SparseTensor& out) {
-  // Non-blocking calls pending on this communicator go first: queue behind them.
-  if (comm_.progress_busy()) return start(in, out).wait();
+  if (through_queue(comm_)) return start(in, out).wait();
   run_now(in, out);
 }
 
 void SparseAllreduce::run_dense(const SparseView& in, void* dense_out) {
-  if (comm_.progress_busy()) return start_dense(in, dense_out).wait();
+  if (through_queue(comm_)) return start_dense(in, dense_out).wait();
   run_dense_now(in, dense_out);
 }
 
-void SparseAllreduce::quiesce() noexcept {
-  try {
-    if (comm_.progress_busy()) detail::wait_state(*comm_.progress().submit([] {}));
-  } catch (...) {
-    // submit could only fail to allocate; the calls still drain when the communicator goes.
+void SparseAllreduce::wait_pending() noexcept {
+  if (comm_.on_progress_thread()) return;  // a plan inside another plan's call has no queued calls
+  std::vector<std::shared_ptr<detail::AsyncState>> calls;
+  {
+    std::lock_guard<std::mutex> lk(inflight_m_);
+    calls.swap(inflight_);
   }
+  for (auto& st : calls) detail::wait_state(*st);  // complete: the requests test true from here on
+}
+
+// Queue one call of this plan (key: this plan's id and call number, the same on every rank); the
+// plan remembers it until it has completed (wait_pending waits for it).
+template <typename F>
+Request SparseAllreduce::submit(F&& call) {
+  poisoning([&] { comm_.check_async_support(); });
+  const detail::CallKey key{plan_id_, calls_.fetch_add(1, std::memory_order_relaxed) + 1};
+  auto st = comm_.progress().submit(std::forward<F>(call), key);
+  {
+    std::lock_guard<std::mutex> lk(inflight_m_);
+    inflight_.erase(std::remove_if(inflight_.begin(), inflight_.end(),
+                                   [](const auto& x) { return x->done.load(std::memory_order_acquire); }),
+                    inflight_.end());
+    inflight_.push_back(st);
+  }
+  return Request(std::move(st));
 }
 
 Request SparseAllreduce::start(const SparseView& in, SparseTensor& out) {
-  poisoning([&] { comm_.check_async_support(); });
   SparseTensor* o = &out;
-  return Request(comm_.progress().submit([this, in, o] { run_now(in, *o); }));
+  return submit([this, in, o] { run_now(in, *o); });
 }
 
 Request SparseAllreduce::start_dense(const SparseView& in, void* dense_out) {
-  poisoning([&] { comm_.check_async_support(); });
-  return Request(comm_.progress().submit([this, in, dense_out] { run_dense_now(in, dense_out); }));
+  return submit([this, in, dense_out] { run_dense_now(in, dense_out); });
 }
+
+namespace detail {
+std::unique_ptr<SparseAllreduce> setup_in_order(Communicator& comm,
+                                                const std::function<std::unique_ptr<SparseAllreduce>()>& make) {
+  if (comm.call_order() != CallOrder::Agreed || comm.progress().on_progress_thread()) return make();
+  std::unique_ptr<SparseAllreduce> plan;
+  auto st = comm.progress().submit([&] { plan = make(); }, CallKey{0, comm.next_setup_index()});
+  wait_state(*st);
+  if (st->error) std::rethrow_exception(st->error);
+  return plan;
+}
+}  // namespace detail
 
 Request& Request::operator=(Request&& o) noexcept {
   if (this != &o) {
@@ -453,8 +499,9 @@ const std::vector<std::string>& scheme_names() { return detail::names(); }
 std::unique_ptr<SparseAllreduce> make_scheme(const std::string& name, Communicator& comm, const TensorSpec& spec,
                                              const SchemeOptions& opt) {
   detail::require_host_memory(comm, "make_scheme", name);
-  if (const detail::SchemeRow* row = detail::find_scheme(name)) return row->make(comm, spec, opt);
-  if (name == "auto") return make_auto(comm, spec, opt);
+  if (const detail::SchemeRow* row = detail::find_scheme(name))
+    return detail::setup_in_order(comm, [&] { return row->make(comm, spec, opt); });
+  if (name == "auto") return detail::setup_in_order(comm, [&] { return make_auto(comm, spec, opt); });
   std::string all;
   for (const auto& n : scheme_names()) all += (all.empty() ? "" : ", ") + n;
   all += ", auto";

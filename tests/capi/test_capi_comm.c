@@ -3,29 +3,22 @@
  * every dtype and reduce op (exact small integers), broadcast from every root, allgather, alltoallv
  * with uneven and empty blocks, barrier, send/recv around a ring, a collective queued behind a pending
  * non-blocking call, the versioned report struct and its phases, zenCommAbort reaching every peer,
- * and argument errors poisoning the communicator on every rank. */
+ * argument errors poisoning the communicator on every rank, and, in agreed call order, a plan's calls
+ * and communicator collectives from two threads per rank interleaved differently on every rank. */
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "capi_check.h"
 #include "zen/zen.h"
 
 #define MAXN 8
 #define CNT 37 /* elements per allreduce: not divisible by 2..8 */
 
-static int failures = 0;
-#define CHECK(cond, ...)                                          \
-  do {                                                            \
-    if (!(cond)) {                                                \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
-      fprintf(stderr, __VA_ARGS__);                               \
-      fprintf(stderr, " [%s]\n", zenGetLastError());              \
-      __atomic_add_fetch(&failures, 1, __ATOMIC_SEQ_CST);         \
-    }                                                             \
-  } while (0)
 
 /* 16-bit encodings of small integers (|v| <= 2048: exact in both formats). */
 static uint16_t bf16_of(float v) {
@@ -232,6 +225,80 @@ static void bad_argument_poisons(const Job* j) {
   CHECK(rc == zenInvalidUsage, "barrier on a poisoned communicator rc %d", (int)rc);
 }
 
+/* Agreed call order (zenCommSetCallOrder): per rank, one thread runs a plan's calls while another
+ * runs communicator allreduces, each with a rank-dependent stagger, so every rank interleaves the two
+ * streams differently. The collectives take their place in the agreed order like plan setups (the
+ * same order among setups and collectives on every rank); every result must be exact. */
+#define AGREED_K 12
+#define AGREED_N 40 /* plan length: rows 0 and N-1 present */
+typedef struct {
+  const Job* j;
+  zenSparseAllreduce_t op;
+  int wrong;
+} AgreedArg;
+
+static void stagger(int r, int k) {
+  struct timespec ts = {0, (long)(((r * 7 + k * 3) % 5) * 200000)};
+  nanosleep(&ts, NULL);
+}
+
+static void* agreed_plan_calls(void* arg) {
+  AgreedArg* a = (AgreedArg*)arg;
+  const int n = a->j->n, r = a->j->rank;
+  for (int k = 0; k < AGREED_K; ++k) {
+    stagger(r, k);
+    const int64_t idx[2] = {0, AGREED_N - 1};
+    const float v[2] = {(float)(r + k), 1.0f};
+    float out[AGREED_N];
+    if (zenSparseAllreduceDense(a->op, 2, idx, zenInt64, v, out) != zenSuccess) {
+      CHECK(0, "agreed plan call %d rank %d", k, r);
+      a->wrong++;
+      return NULL;
+    }
+    const float s0 = (float)(n * (n - 1) / 2 + n * k);
+    a->wrong += out[0] != s0 || out[AGREED_N - 1] != (float)n || out[1] != 0.0f;
+  }
+  return NULL;
+}
+
+static void* agreed_collectives(void* arg) {
+  AgreedArg* a = (AgreedArg*)arg;
+  const int n = a->j->n, r = a->j->rank;
+  for (int k = 0; k < AGREED_K; ++k) {
+    stagger(r + 2, k);
+    float x[CNT];
+    for (int i = 0; i < CNT; ++i) x[i] = (float)val(r, i + k);
+    if (zenCommAllreduce(a->j->c, x, CNT, zenFloat32, zenSum) != zenSuccess) {
+      CHECK(0, "agreed allreduce %d rank %d", k, r);
+      a->wrong++;
+      return NULL;
+    }
+    for (int i = 0; i < CNT; ++i) {
+      int w = 0;
+      for (int q = 0; q < n; ++q) w += val(q, i + k);
+      a->wrong += x[i] != (float)w;
+    }
+  }
+  return NULL;
+}
+
+static void* run_agreed(void* arg) {
+  Job* j = (Job*)arg;
+  zenSparseAllreduce_t op = NULL;
+  CHECK(zenSparseAllreduceCreate(&op, j->c, "allgather", AGREED_N, 1, zenFloat32, NULL) == zenSuccess, "agreed create");
+  if (!op) return NULL;
+  AgreedArg pa = {j, op, 0}, ca = {j, op, 0};
+  pthread_t tp, tc;
+  pthread_create(&tp, NULL, agreed_plan_calls, &pa);
+  pthread_create(&tc, NULL, agreed_collectives, &ca);
+  pthread_join(tp, NULL);
+  pthread_join(tc, NULL);
+  CHECK(pa.wrong == 0 && ca.wrong == 0, "agreed order n=%d rank %d: %d wrong plan values, %d wrong allreduce values",
+        j->n, j->rank, pa.wrong, ca.wrong);
+  CHECK(zenSparseAllreduceDestroy(op) == zenSuccess, "agreed destroy");
+  return NULL;
+}
+
 static void* run_rank(void* arg) {
   Job* j = (Job*)arg;
   allreduce_all(j);
@@ -249,7 +316,7 @@ static void* run_bad(void* arg) {
   return NULL;
 }
 
-static void run_n(int n, void* (*fn)(void*)) {
+static void run_n_order(int n, void* (*fn)(void*), int agreed) {
   zenComm_t c[MAXN];
   Job jobs[MAXN];
   pthread_t th[MAXN];
@@ -258,6 +325,8 @@ static void run_n(int n, void* (*fn)(void*)) {
     return;
   }
   for (int r = 0; r < n; ++r) zenCommSetTimeout(c[r], 20000);
+  if (agreed)
+    for (int r = 0; r < n; ++r) CHECK(zenCommSetCallOrder(c[r], zenCallOrderAgreed) == zenSuccess, "agreed order");
   pthread_barrier_t bar;
   pthread_barrier_init(&bar, NULL, (unsigned)n);
   for (int r = 0; r < n; ++r) {
@@ -268,6 +337,8 @@ static void run_n(int n, void* (*fn)(void*)) {
   pthread_barrier_destroy(&bar);
   for (int r = 0; r < n; ++r) zenCommDestroy(c[r]);
 }
+
+static void run_n(int n, void* (*fn)(void*)) { run_n_order(n, fn, 0); }
 
 static void single_rank_errors(void) {
   zenComm_t c;
@@ -297,11 +368,12 @@ int main(void) {
   single_rank_errors();
   for (int n = 1; n <= MAXN; ++n) {
     run_n(n, run_rank);
+    run_n_order(n, run_agreed, 1);
     if (n > 1) {
       run_n(n, run_abort);
       run_n(n, run_bad);
     }
   }
-  printf("%s: %d failures (n = 1..%d)\n", failures ? "FAIL" : "OK", failures, MAXN);
-  return failures != 0;
+  printf("%s: %d failures (n = 1..%d)\n", capi_failures ? "FAIL" : "OK", capi_failures, MAXN);
+  return capi_failures != 0;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "capi_check.h"
 #include "zen/zen.h"
 
 #define R 103 /* rows: not divisible by 2..8 */
@@ -21,16 +22,6 @@
 #define MAXN 8
 #define NNZ 4
 
-static int failures = 0;
-#define CHECK(cond, ...)                                          \
-  do {                                                            \
-    if (!(cond)) {                                                \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
-      fprintf(stderr, __VA_ARGS__);                               \
-      fprintf(stderr, " [%s]\n", zenGetLastError());              \
-      __atomic_add_fetch(&failures, 1, __ATOMIC_SEQ_CST);         \
-    }                                                             \
-  } while (0)
 
 /* Rank r's input: rows 0, R-1, (5r+2) mod R and a duplicate of row 0 (summed). */
 static void input(int r, int64_t idx[NNZ], float val[NNZ * D]) {
@@ -68,13 +59,15 @@ typedef struct {
   int node_size;   /* hierarchical: 0 = default */
   int given_comms; /* hierarchical: pass caller-made node communicators */
   int encoding;    /* balanced / sparse_ps: push and pull encoding (0 = zenPullAuto) */
+  int agreed;      /* the world communicator in agreed call order (zenCommSetCallOrder) */
 } Variant;
 
 static const Variant variants[] = {
-    {"balanced", 0, 0, 0},  {"dense", 0, 0, 0},        {"dense_native", 0, 0, 0}, {"allgather", 0, 0, 0},
-    {"sparcml", 0, 0, 0},   {"omnireduce", 0, 0, 0},   {"sparse_ps", 0, 0, 0},    {"auto", 0, 0, 0},
-    {"hierarchical", 1, 0, 0}, {"hier_allgather", -1, 0, 0}, {"hierarchical", 2, 1, 0}, {"hier_sparcml", 2, 0, 0},
-    {"balanced", 0, 0, zenPullEliasFano}, {"sparse_ps", 0, 0, zenPullEliasFano}, {"balanced", 0, 0, zenPullBitmap},
+    {"balanced", 0, 0, 0, 0},  {"dense", 0, 0, 0, 0},        {"dense_native", 0, 0, 0, 0}, {"allgather", 0, 0, 0, 0},
+    {"sparcml", 0, 0, 0, 0},   {"omnireduce", 0, 0, 0, 0},   {"sparse_ps", 0, 0, 0, 0},    {"auto", 0, 0, 0, 0},
+    {"hierarchical", 1, 0, 0, 0}, {"hier_allgather", -1, 0, 0, 0}, {"hierarchical", 2, 1, 0, 0}, {"hier_sparcml", 2, 0, 0, 0},
+    {"balanced", 0, 0, zenPullEliasFano, 0}, {"sparse_ps", 0, 0, zenPullEliasFano, 0}, {"balanced", 0, 0, zenPullBitmap, 0},
+    {"balanced", 0, 0, 0, 1}, {"auto", 0, 0, 0, 1}, {"hierarchical", 1, 0, 0, 1},
 };
 #define NVAR (int)(sizeof variants / sizeof variants[0])
 
@@ -251,6 +244,8 @@ static void run_n(int n, const Variant* v) {
     CHECK(0, "loopback %d", n);
     return;
   }
+  if (v->agreed)
+    for (int r = 0; r < n; ++r) CHECK(zenCommSetCallOrder(world[r], zenCallOrderAgreed) == zenSuccess, "agreed order");
   int L = v->node_size > 0 ? v->node_size : n;
   const int use_given = v->given_comms && n % L == 0;
   if (v->node_size > 0 && n % L != 0) L = 1;
@@ -357,6 +352,11 @@ static void options_versioning(void) {
   CHECK(zenSparseAllreduceCreate(&op, c, "hierarchical", NE, D, zenFloat32, &o) != zenSuccess, "node size 3 of 1 rank");
   zenCommDestroy(c);
   CHECK(zenOptionsInit(NULL) == zenInvalidArgument, "init NULL");
+  zenCommInitLoopback(&c, 1);
+  CHECK(zenCommSetCallOrder(c, (zenCallOrder_t)7) == zenInvalidArgument && strstr(zenGetLastError(), "unknown order") != NULL,
+        "call order 7");
+  CHECK(zenCommSetCallOrder(NULL, zenCallOrderAgreed) == zenInvalidArgument, "call order NULL");
+  zenCommDestroy(c);
   int done = 0;
   CHECK(zenRequestTest(NULL, &done) == zenSuccess && done == 1, "test NULL");
   CHECK(strcmp(zenGetVersionString(), ZEN_VERSION_STRING) == 0, "version string");
@@ -394,7 +394,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "FAIL: no variant of scheme '%s'\n", only);
     return 1;
   }
-  printf("%s: %d failures (%d variant runs, n = 1..%d%s%s)\n", failures ? "FAIL" : "OK", failures, ran, MAXN,
+  printf("%s: %d failures (%d variant runs, n = 1..%d%s%s)\n", capi_failures ? "FAIL" : "OK", capi_failures, ran, MAXN,
          only ? ", only " : "", only ? only : "");
-  return failures != 0;
+  return capi_failures != 0;
 }

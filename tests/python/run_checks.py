@@ -49,13 +49,20 @@ class Ctx:
         self.records.append((what, value))
 
     def barrier(self):
-        req = self.comm.Ibarrier()
-        deadline = time.monotonic() + self.timeout
-        while not req.Test():
-            if time.monotonic() > deadline:
-                self.comm = None  # leave the pending barrier on its own communicator
-                raise TimeoutError(f"rank {self.rank}: a peer did not reach the check's barrier in {self.timeout} s")
-            time.sleep(0.0005)
+        if not bounded_barrier(self.comm, self.timeout):
+            self.comm = None  # leave the pending barrier on its own communicator
+            raise TimeoutError(f"rank {self.rank}: a peer did not reach the check's barrier in {self.timeout} s")
+
+
+def bounded_barrier(comm, seconds):
+    """An MPI barrier on `comm` that gives up after `seconds`: True when every rank reached it."""
+    req = comm.Ibarrier()
+    deadline = time.monotonic() + seconds
+    while not req.Test():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.0005)
+    return True
 
 
 def run(checks, ctx, only):
@@ -82,14 +89,10 @@ def run(checks, ctx, only):
         # Every rank leaves the check within a bound: a rank that failed early is out of step with
         # peers still inside the check (possibly in an MPI call without a timeout, MPI_Comm_dup, ...),
         # so the job ends at once with the cause on record instead of waiting out ctest's timeout.
-        done = ctx.world.Ibarrier()
-        deadline = time.monotonic() + 3 * ctx.timeout
-        while not done.Test():
-            if time.monotonic() > deadline:
-                print(f"rank {ctx.rank}: [FAIL] {name}: the ranks did not all leave the check within "
-                      f"{3 * ctx.timeout:.0f} s (this rank: {status}); ending the job", file=sys.stderr, flush=True)
-                ctx.world.Abort(1)
-            time.sleep(0.0005)
+        if not bounded_barrier(ctx.world, 3 * ctx.timeout):
+            print(f"rank {ctx.rank}: [FAIL] {name}: the ranks did not all leave the check within "
+                  f"{3 * ctx.timeout:.0f} s (this rank: {status}); ending the job", file=sys.stderr, flush=True)
+            ctx.world.Abort(1)
         outcomes = ctx.world.allgather((status, detail, ctx.records))
         if status != "FAIL":
             recs = [o[2] for o in outcomes if o[0] != "FAIL"]

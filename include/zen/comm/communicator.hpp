@@ -16,10 +16,12 @@
 // caller memory safe (the MPI backend stages small messages and checks that every rank has entered
 // a large collective before starting it; see docs/reliability.md).
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,15 @@ namespace zen {
 namespace detail {
 class ProgressQueue;
 }
+
+/// How the calls on one communicator are ordered (docs/api.md, "Concurrency").
+enum class CallOrder : uint8_t {
+  /// Default: calls run in the order this rank starts them, which must be the same on every rank.
+  Submitted = 0,
+  /// The ranks agree on the order (one 16-byte broadcast per call): threads of one rank may start
+  /// the calls of different plans in any order. Set on every rank before the first call.
+  Agreed = 1,
+};
 
 enum class CommOp : uint8_t {
   Send = 0, Recv, SendRecv, Alltoallv, Allgatherv, Allreduce, Broadcast, Barrier, Allgather, Alltoall, Count
@@ -122,12 +133,22 @@ class Communicator {
     return out;
   }
 
-  /// The queue that runs this communicator's non-blocking calls in order (created at first use; see
-  /// zen/detail/progress.hpp).
+  /// The queue that runs this communicator's non-blocking calls in order (created at first use by
+  /// any thread; see zen/detail/progress.hpp).
   detail::ProgressQueue& progress();
+  /// Agreed order lets several threads of a rank drive plans of this communicator (docs/api.md,
+  /// "Concurrency"). Call it on every rank, before any call or plan setup on the communicator.
+  void set_call_order(CallOrder order);
+  CallOrder call_order() const { return order_; }
+  /// Number for a new plan on this communicator (plans get them in setup order, the same on every rank).
+  uint64_t next_plan_id() { return ++plan_ids_; }
+  /// Number for a plan setup started on this communicator (agreed order: setups are agreed calls too).
+  uint64_t next_setup_index() { return ++setups_; }
   /// True when non-blocking calls are queued or running on this communicator and the caller is not
   /// the progress thread: a blocking call must then queue behind them.
   bool progress_busy() const;
+  /// True on this communicator's progress thread (false while it has none).
+  bool on_progress_thread() const;
   /// Throws Unsupported (naming the rank and the reason) when this backend cannot run operations on
   /// a progress thread (e.g. MPI initialized below MPI_THREAD_SERIALIZED).
   virtual void check_async_support() const {}
@@ -177,6 +198,10 @@ class Communicator {
   virtual void do_broadcast(void* buf, size_t bytes, int root) = 0;
   virtual void do_barrier() = 0;
   virtual void do_abort(const std::string& reason) { (void)reason; }
+  /// Around every operation (run_op): backends that must know which thread is inside them (the MPI
+  /// backend under MPI_THREAD_SERIALIZED) check here; begin_op may throw (the operation then fails).
+  virtual void begin_op() {}
+  virtual void end_op() noexcept {}
 
   /// Throw an error naming this rank, op, sequence number and (peer >= 0) the peer.
   [[noreturn]] void fail(Result code, int peer, const std::string& detail) const;
@@ -209,6 +234,11 @@ class Communicator {
   bool failed_ = false;
   std::string failure_;
   std::unique_ptr<detail::ProgressQueue> progress_;
+  std::atomic<detail::ProgressQueue*> progress_ptr_{nullptr};  // progress_.get(), readable by any thread
+  std::mutex progress_mu_;                                       // creation of progress_
+  CallOrder order_ = CallOrder::Submitted;
+  uint64_t plan_ids_ = 0;  // setups run on one thread at a time (agreed order: the progress thread)
+  std::atomic<uint64_t> setups_{0};
 };
 
 /// Bytes of chunk i when `total` bytes (of `elem`-byte elements) are split into n near-equal chunks.

@@ -18,12 +18,16 @@
 //    smaller size (balanced, allgather, sparse_ps, dense, dense_native; `out` keeps its capacity).
 //  - non-blocking form (start / start_dense -> Request, then wait() or test()): the call runs on the
 //    communicator's progress thread (zen/detail/progress.hpp) while the caller computes; calls on one
-//    communicator run in the order they were started, which must be the same on every rank. The
-//    input and output buffers must stay untouched until the request completes. Results are the
-//    same bits as the blocking call's.
+//    communicator run in the order they were started, which must be the same on every rank (or in
+//    the order the ranks agree on, CallOrder::Agreed, when several threads drive plans of one
+//    communicator; docs/api.md "Concurrency"). The input and output buffers must stay untouched
+//    until the request completes. Results are the same bits as the blocking call's.
 //  - output options (SchemeOptions::output): average instead of sum; accumulate into the caller's
 //    dense buffer.
+#include <atomic>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -207,6 +211,10 @@ class SparseAllreduce : public Plan {
   /// Non-blocking run_dense().
   Request start_dense(const SparseView& in, void* dense_out) override;
 
+  /// Block until every non-blocking call of this plan has finished (what the destructor does first;
+  /// no-op on the communicator's progress thread).
+  void wait_pending() noexcept;
+
   /// The output options given at setup (SchemeOptions::output).
   const OutputOptions& output() const { return output_; }
 
@@ -231,9 +239,9 @@ class SparseAllreduce : public Plan {
     double t0_;
   };
 
-  /// Wait until no non-blocking call is pending on the communicator (no-op on the progress thread).
-  /// The factory's final class (plan::Quiesced) calls it first in its destructor.
-  void quiesce() noexcept;
+  /// Wait until no non-blocking call of this plan is pending (wait_pending(); no-op on the progress
+  /// thread). The factory's final class (plan::Quiesced) calls it first in its destructor.
+  void quiesce() noexcept { wait_pending(); }
 
   /// The plan's persistent thread pool (created at first use, see zen/detail/thread_pool.hpp).
   detail::ThreadPool& pool();
@@ -255,7 +263,23 @@ class SparseAllreduce : public Plan {
   void finish_output(SparseTensor* sparse_out, void* dense_out);
   OutputOptions output_;
   SparseTensor acc_;  // accumulate mode: the call's sparse result before it is added in
+  // Calls of this plan (agreed order: the key of each call, the same on every rank) and the
+  // non-blocking ones still pending (the destructor waits for them).
+  uint64_t plan_id_ = 0;
+  std::atomic<uint64_t> calls_{0};
+  std::mutex inflight_m_;
+  std::vector<std::shared_ptr<detail::AsyncState>> inflight_;  // submitted calls not seen complete yet
+  template <typename F>
+  Request submit(F&& call);
 };
+
+namespace detail {
+/// Run a plan setup (`make`) in the communicator's call order: directly, or (agreed order, outside
+/// the progress thread) as an agreed call on the progress thread, so that setups of plans on a
+/// communicator that other threads are using never run beside their calls.
+std::unique_ptr<SparseAllreduce> setup_in_order(Communicator& comm,
+                                                const std::function<std::unique_ptr<SparseAllreduce>()>& make);
+}  // namespace detail
 
 /// Names: "balanced", "dense" (ring RS+AG over the communicator), "dense_native" (backend allreduce),
 /// "allgather", "sparcml", "omnireduce", "sparse_ps", and "auto" (picks one of them by the cost

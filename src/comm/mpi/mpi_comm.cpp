@@ -35,6 +35,7 @@
 #include <exception>
 #include <limits>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -42,23 +43,82 @@
 #include "zen/hash/hash.hpp"
 #include "zen/detail/thread_pool.hpp"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <dlfcn.h>
+#include <link.h>
+#include <sanitizer/lsan_interface.h>
+#endif
+
 namespace zen::mpi {
 
-Environment::Environment(int* argc, char*** argv) {
+namespace {
+// Under LeakSanitizer (sanitizer builds only; docs/reliability.md, "Leak checking"): Open MPI
+// allocates at MPI_Init_thread / MPI_Finalize and never frees (component tables, hwloc's topology,
+// strings), and most of it from plugins it unloads at MPI_Finalize, whose frames LSan then cannot
+// name, so no suppression file can match them. Two narrow exemptions:
+//  - allocations made by the calling thread inside MPI_Init_thread and MPI_Finalize are not reported
+//    (zen runs no code inside those calls);
+//  - after MPI_Init_thread every loaded Open MPI plugin (and PMIx) is marked RTLD_NODELETE, so its
+//    frames stay nameable at exit and tests/reliability/lsan.supp can match allocations made by
+//    Open MPI's own threads (the PMIx event thread) by library name.
+// zen's own allocations, on any thread, stay leak-checked.
+struct ThirdPartyAllocations {
+#if defined(__SANITIZE_ADDRESS__)
+  ThirdPartyAllocations() { __lsan_disable(); }
+  ~ThirdPartyAllocations() { __lsan_enable(); }
+#endif
+};
+
+void pin_mpi_plugins() {
+#if defined(__SANITIZE_ADDRESS__)
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void*) {
+        const char* name = info->dlpi_name;
+        if (name && (std::strstr(name, "/openmpi/") || std::strstr(name, "libpmix"))) {
+          // NOLOAD: only an object already loaded; NODELETE: never unloaded, even by dlclose.
+          if (void* h = dlopen(name, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) dlclose(h);
+        }
+        return 0;
+      },
+      nullptr);
+#endif
+}
+}  // namespace
+
+Environment::Environment(int* argc, char*** argv, int required) {
   int inited = 0;
   MPI_Initialized(&inited);
   if (!inited) {
-    int provided = 0;
-    // SERIALIZED: non-blocking zen calls run their MPI calls on the communicator's progress thread.
-    MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+    // SERIALIZED (default): non-blocking zen calls run their MPI calls on the communicator's
+    // progress thread. MULTIPLE: several communicators used from several threads at once.
+    {
+      [[maybe_unused]] ThirdPartyAllocations exempt;
+      MPI_Init_thread(argc, argv, required, &provided_);
+    }
+    pin_mpi_plugins();
     owns_ = true;
+  } else {
+    MPI_Query_thread(&provided_);
+  }
+}
+
+const char* thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    default: return "an unknown MPI thread level";
   }
 }
 
 Environment::~Environment() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (owns_ && !finalized) MPI_Finalize();
+  if (owns_ && !finalized) {
+    [[maybe_unused]] ThirdPartyAllocations exempt;
+    MPI_Finalize();
+  }
 }
 
 namespace {
@@ -129,6 +189,58 @@ void reduce16(void* in, void* inout, int* len, MPI_Datatype*) {
   }
 }
 
+// ---------------- threads (docs/api.md, "Concurrency") ----------------
+// Below MPI_THREAD_MULTIPLE only one thread at a time may call MPI. One communicator keeps to that by
+// itself (its non-blocking calls run on its progress thread, and a blocking call queues behind them),
+// but two communicators used from two threads at once would call MPI side by side. So, when MPI gives
+// less than MULTIPLE, every operation, setup, destruction and abort of zen's MPI communicators enters
+// this process-wide gate: an operation or a setup that finds another thread inside fails with
+// Unsupported (naming the fix) rather than call MPI beside it; destruction and abort messages wait
+// for the gate (they do not wait for peers while another thread holds it). The same thread may
+// enter again (a sub-communicator's operation runs its parent's). Under MULTIPLE the gate is unused.
+class SerialGate {
+ public:
+  static SerialGate& get() {
+    static SerialGate g;
+    return g;
+  }
+  bool try_enter() {
+    std::lock_guard<std::mutex> lk(m_);
+    if (depth_ > 0 && owner_ != std::this_thread::get_id()) return false;
+    owner_ = std::this_thread::get_id();
+    ++depth_;
+    return true;
+  }
+  void enter() {
+    std::unique_lock<std::mutex> lk(m_);
+    cv_.wait(lk, [&] { return depth_ == 0 || owner_ == std::this_thread::get_id(); });
+    owner_ = std::this_thread::get_id();
+    ++depth_;
+  }
+  void leave() noexcept {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      if (--depth_ == 0) owner_ = std::thread::id();
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::thread::id owner_;
+  int depth_ = 0;
+};
+
+std::string serial_gate_message(int level) {
+  return std::string("another thread is inside an MPI call of zen (a communicator used by another thread right "
+                     "now) and MPI was initialized with ") +
+         thread_level_name(level) +
+         ", which allows one thread at a time; use communicators from several threads at once only under "
+         "MPI_THREAD_MULTIPLE (zen::mpi::Environment(&argc, &argv, MPI_THREAD_MULTIPLE), or MPI_Init_thread), or drive "
+         "several plans of one communicator from several threads with CallOrder::Agreed";
+}
+
 // Where the buffers of an operation live (decides how a failure is made memory-safe).
 enum class Mem { Owned, Staged, Caller };
 
@@ -145,6 +257,21 @@ struct AbortHeader {
 class MpiComm final : public Communicator {
  public:
   explicit MpiComm(MPI_Comm comm) {
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (inited) MPI_Query_thread(&level_);
+    serial_ = level_ < MPI_THREAD_MULTIPLE;
+    if (serial_ && !SerialGate::get().try_enter()) {
+      int r = -1;
+      MPI_Comm_rank(comm, &r);  // a local query
+      ZEN_THROW(Result::Unsupported, "rank " + std::to_string(r) + " mpi create: " + serial_gate_message(level_));
+    }
+    struct Leave {
+      bool on;
+      ~Leave() {
+        if (on) SerialGate::get().leave();
+      }
+    } leave{serial_};
     MPI_Comm_dup(comm, &comm_);
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
@@ -179,8 +306,7 @@ class MpiComm final : public Communicator {
   }
 
   void check_async_support() const override {
-    int provided = MPI_THREAD_SINGLE;
-    MPI_Query_thread(&provided);
+    const int provided = level_;  // queried at creation: MPI_Query_thread here could run beside MPI
     if (provided < MPI_THREAD_SERIALIZED)
       ZEN_THROW(Result::Unsupported,
                 "rank " + std::to_string(rank_) + " mpi non-blocking sparse allreduce: MPI was initialized with " +
@@ -197,6 +323,13 @@ class MpiComm final : public Communicator {
       leak_everything();
       return;
     }
+    if (serial_) SerialGate::get().enter();  // waits for another thread's operation to end
+    struct Leave {
+      bool on;
+      ~Leave() {
+        if (on) SerialGate::get().leave();
+      }
+    } leave{serial_};
     // Buffered sends: give them the timeout to complete, as a later call would.
     if (!failed()) {
       const auto deadline = std::chrono::steady_clock::now() + timeout_;
@@ -658,6 +791,13 @@ class MpiComm final : public Communicator {
   void do_abort(const std::string& reason) override {
     if (aborted_sent_ || size_ == 1) return;
     aborted_sent_ = true;
+    if (serial_) SerialGate::get().enter();  // another thread's operation ends first (bounded by its timeout)
+    struct Leave {
+      bool on;
+      ~Leave() {
+        if (on) SerialGate::get().leave();
+      }
+    } leave{serial_};
     auto ps = take_send_buffer(sizeof(AbortHeader) + std::min(reason.size(), kAbortBytes));
     AbortHeader h{nonce_, rank_, timed_out_on_, static_cast<uint32_t>(std::min(reason.size(), kAbortBytes)), 0};
     std::memcpy(ps->data.data(), &h, sizeof h);
@@ -669,6 +809,15 @@ class MpiComm final : public Communicator {
       MPI_Isend(ps->data.data(), static_cast<int>(ps->data.size()), MPI_BYTE, p, kAbortTag, comm_, &ps->rq.back());
     }
     pending_.push_back(std::move(ps));
+  }
+
+  // Threads: below MPI_THREAD_MULTIPLE an operation runs only if no other thread is inside zen's MPI
+  // calls (SerialGate); otherwise it fails here, before any MPI call.
+  void begin_op() override {
+    if (serial_ && !SerialGate::get().try_enter()) fail(Result::Unsupported, -1, serial_gate_message(level_));
+  }
+  void end_op() noexcept override {
+    if (serial_) SerialGate::get().leave();
   }
 
  private:
@@ -1178,6 +1327,13 @@ class MpiComm final : public Communicator {
     (void)abort_buf;
     auto* diag = new std::vector<Diag>(std::move(diag_in_));
     (void)diag;
+#if defined(__SANITIZE_ADDRESS__)
+    // Deliberate: LeakSanitizer treats these as reachable (and what they hold with them).
+    __lsan_ignore_object(keep);
+    __lsan_ignore_object(sends);
+    __lsan_ignore_object(abort_buf);
+    __lsan_ignore_object(diag);
+#endif
   }
 
   MPI_Op mpi_op(DType t, ReduceOp op) {
@@ -1196,6 +1352,8 @@ class MpiComm final : public Communicator {
   }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
+  int level_ = MPI_THREAD_SINGLE;  // MPI's thread support, queried at creation
+  bool serial_ = true;             // level_ < MPI_THREAD_MULTIPLE: operations go through SerialGate
   int rank_ = 0, size_ = 1, node_ranks_ = 1;
   bool oversubscribed_ = false;
   // Large alltoallv / allgatherv across hosts go point to point in n-1 pairwise steps (in step k
