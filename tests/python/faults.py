@@ -196,7 +196,7 @@ def single():
     except ImportError:
         return "torch absent: skipped"
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29531")
+    os.environ.setdefault("MASTER_PORT", "29531")  # faults_test.sh sets a free one
     try:
         dist.init_process_group("zen", rank=RANK, world_size=N)
         bad.append("init_process_group succeeded under MPI_THREAD_SINGLE")

@@ -19,7 +19,11 @@ scenario() {  # MODE MPIEXEC-OPTIONS... -- ARGS...
   (($#)) && shift
   args=("$@")
   log=$(mktemp)
-  timeout -k 5 120 "$mpiexec" "${mopts[@]}" -n "$np" "$py" "$here/faults.py" "$mode" "${args[@]}" >"$log" 2>&1
+  # torch's default store listens on MASTER_PORT (rank 0): a port free now, never a fixed one, so that
+  # two runs at once (ctest -j runs np3 and np4 side by side) do not meet in one store and hang.
+  local port
+  port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  MASTER_PORT=$port timeout -k 5 120 "$mpiexec" "${mopts[@]}" -n "$np" "$py" "$here/faults.py" "$mode" "${args[@]}" >"$log" 2>&1
   rc=$?
   want=$np
   [[ $mode == killed ]] && want=$((np - 1))
