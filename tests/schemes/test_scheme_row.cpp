@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "cases.hpp"
@@ -55,8 +56,11 @@ class DenseAllgather : public SparseAllreduce {
     support_.assign(Rb, 0);
     for (int p = 0; p < n; ++p) {  // rank order: the same bits on every rank
       const uint8_t* r = all_.data() + rec * static_cast<size_t>(p);
-      const T* pv = reinterpret_cast<const T*>(r);
-      for (size_t j = 0; j < N; ++j) sum_[j] += static_cast<A>(pv[j]);
+      for (size_t j = 0; j < N; ++j) {  // records are not padded (rec may be odd): copy, never cast
+        T x;
+        std::memcpy(&x, r + j * sizeof(T), sizeof(T));
+        sum_[j] += static_cast<A>(x);
+      }
       for (size_t b = 0; b < Rb; ++b) support_[b] |= r[N * sizeof(T) + b];
     }
     report_.encoding = "dense";
