@@ -44,7 +44,7 @@ else
   # (scripts/sanitize.sh); then, in this build, every test that did not execute there: labels slow
   # and fuzz, tests the sanitizer build lacks (valgrind, install, examples) and tests it skipped.
   bash scripts/sanitize.sh || status=$?
-  rest=$(/usr/bin/python3 scripts/ctest_rest.py build build-asan/junit-loopback.xml build-asan/junit-mpi.xml build-asan/junit-lsan.xml) || status=1
+  rest=$(/usr/bin/python3 scripts/ctest_rest.py build build-asan/junit-loopback.xml build-asan/junit-mpi.xml) || status=1
   if [ -n "$rest" ]; then
     echo "$rest" >build/ctest-rest.txt
     ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600 -I "$PWD/build/ctest-rest.txt" || status=$?
