@@ -4,14 +4,16 @@
 # both outputs, 1 KB .. 64 MB tensors, every dtype and index width, blocking and non-blocking calls,
 # plans created and destroyed, sub-communicators split and freed, every result checked exactly.
 # Every rank's RSS, heap in use, open descriptors and threads are sampled every few seconds; the run
-# fails on any wrong result, on growth after the warm-up (every scheme at the largest size with three
-# requests in flight, then a tenth of the run; growth: any descriptor or thread more, heap in use more
+# fails on any wrong result, on growth after the warm-up (every scheme at the largest size, one request
+# and three, then a tenth of the run; growth: any descriptor or thread more, heap in use more
 # than 1 MiB or RSS more than 16 MiB above the warm-up maximum) and on a hang (a call past the
 # communicator timeout fails the job; the whole run is killed 5 minutes after its end time).
 # The ranks run with MALLOC_ARENA_MAX=1 unless the caller sets it: with glibc's per-thread arenas the
 # free memory kept in the progress and pool threads' arenas grows RSS by tens of MiB over thousands of
 # calls while the heap in use stays flat (allocator retention, not a leak; docs/reliability.md "Soak").
-#   scripts/soak.sh [MINUTES] [zen_soak options: --seed S --max-mb M --sample-s S --rss-growth-mib G ...]
+# A step's requests hold at most --inflight-mb MB of sparse input per rank (default half of --max-mb):
+# at --max-mb 64 a rank peaked at about 1 GiB (VmHWM; allgather holds every rank's input).
+#   scripts/soak.sh [MINUTES] [zen_soak options: --seed S --max-mb M --inflight-mb I --sample-s S ...]
 # Writes $ZEN_SOAK_OUT (default build/soak/): soak.csv (t_s, calls, bytes, rank, rss_kib, fds,
 # threads, heap_kib, free_kib), soak.log, and soak.png (RSS / heap in use / descriptors / threads per
 # rank over time) where gnuplot exists.

@@ -3,7 +3,8 @@
 #   killed  (NP >= 3; victim rank NP-1, with orte_enable_recovery so the survivors go on): every
 #           survivor's pending requests raise naming the victim within 2x the timeout
 #   oom     (victim rank 1): allocation error on the victim, RemoteError naming it everywhere else
-#   threads (MPI_THREAD_SERIALIZED): two threads' communicators, the refusal naming MPI_THREAD_MULTIPLE
+#   threads (MPI_THREAD_SERIALIZED; NP = 3): two threads' communicators created and driven at once, no
+#           hang, the refusal naming MPI_THREAD_MULTIPLE
 #   single  (MPI_THREAD_SINGLE): the torch backend's refusal at init_process_group (where torch exists)
 # Every rank that should survive must print "faults.py: rank R MODE: ok"; the job must end by itself.
 #   faults_test.sh MPIEXEC PYTHON NP
@@ -39,8 +40,9 @@ scenario() {  # MODE MPIEXEC-OPTIONS... -- ARGS...
 }
 if ((np >= 3)); then scenario killed --mca orte_enable_recovery 1 -- --victim $((np - 1)); fi
 if ((np >= 2)); then scenario oom -- --victim 1; fi
-# threads (two communicators under MPI_THREAD_SERIALIZED) is not run here: one of three runs at n = 3
-# hung past 60 s (docs/reliability.md, "From Python"); run it by hand: mpirun -np 3 python3 faults.py threads
+# threads at n = 3 only (its C++ form, ConcurrencyMpi.CommunicatorsCreatedFromTwoThreadsAtOnce, runs in
+# reliability_concurrency_mpi_serialized_np3).
+if ((np == 3)); then scenario threads --; fi
 scenario single --
 [[ $fail == 0 ]] && echo "faults_test: pass (n=$np)"
 exit $fail

@@ -8,9 +8,15 @@
 // are cached (up to 4) and destroyed at random; every result is checked exactly against a closed
 // form (values are small integers, so every sum is exact in every dtype).
 //
-// The first 2 x (schemes) steps are the warm-up: every scheme at the largest size and full density,
-// sparse and dense output, three requests in flight, so every cache (the allocator's, MPI's) reaches
-// its high-water mark; the warm-up ends --warmup-s seconds after them. Every --sample-s seconds (and
+// Memory in flight is bounded: a step's requests together hold at most --inflight-mb MB of sparse
+// input per rank (default half of --max-mb; estimated from rows x density x (index + row) bytes): a draw
+// over it has fewer requests, and a single request over it a lower density (its dense size stays).
+// Schemes hold a few times their input (allgather: every rank's), so this bounds a rank's peak.
+// The first 3 x (schemes) steps are the warm-up: every scheme at the largest size with the largest
+// input the bound allows (f16 rows of one, int64 indices: the most rows), one request with sparse
+// and one with dense output, then three requests of a third each, so every cache (the allocator's,
+// MPI's) reaches the high-water mark of the mix that follows; the warm-up ends --warmup-s seconds
+// after them. Every --sample-s seconds (and
 // at the end of the warm-up steps) every rank drops its plans, returns free heap to the system
 // (malloc_trim) and samples its RSS (VmRSS), the heap in use (bytes allocated and not freed, every
 // malloc arena and mmapped chunk: mallinfo2; under ASan its allocator's count), open descriptors
@@ -21,7 +27,8 @@
 // (RSS is not judged under ASan, whose quarantine keeps freed memory by design). The heap is the
 // leak check: RSS also counts free memory the allocator keeps (glibc's per-thread arenas keep tens
 // of MiB; scripts/soak.sh runs with MALLOC_ARENA_MAX=1, docs/reliability.md "Soak"). It prints
-//   zen_soak: PASS|FAIL calls C (...), bytes B, ..., wrong W, heap growth ..., RSS growth ..., descriptors, threads
+//   zen_soak: PASS|FAIL calls C (...), bytes B, ..., wrong W, heap growth ..., RSS growth ..., descriptors, threads,
+//   peak RSS (each rank's VmHWM: lowest..highest; reported, not judged)
 // and exits 1 on growth or a wrong result. A call that fails (or does not finish within the
 // communicator timeout, --timeout-s) ends the job (MPI_Abort, exit 2).
 #include <CLI/CLI.hpp>
@@ -219,7 +226,7 @@ const char* dtype_str(DType t) {
 int main(int argc, char** argv) {
   CLI::App app{"zen: soak (seeded random calls, every result checked, RSS / descriptors / threads sampled)"};
   double seconds = 120, sample_s = 5, warmup_s = -1, timeout_s = 120, rss_growth_mib = 16, heap_growth_mib = 1;
-  double max_mb = 64;
+  double max_mb = 64, inflight_mb = -1;
   uint64_t seed = 1;
   std::string csv;
   std::vector<std::string> only;
@@ -227,6 +234,7 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "run time")->capture_default_str();
   app.add_option("--seed", seed, "seed of the mix")->capture_default_str();
   app.add_option("--max-mb", max_mb, "largest dense tensor (MB; sizes are drawn log-uniformly from 1 KB)")->capture_default_str();
+  app.add_option("--inflight-mb", inflight_mb, "sparse input in flight per rank and step (MB; -1: half of --max-mb)")->capture_default_str();
   app.add_option("--sample-s", sample_s, "seconds between samples")->capture_default_str();
   app.add_option("--warmup-s", warmup_s, "warm-up after the forced largest calls (-1: a tenth of the run)")->capture_default_str();
   app.add_option("--rss-growth-mib", rss_growth_mib, "RSS above the warm-up maximum that counts as growth")->capture_default_str();
@@ -238,6 +246,8 @@ int main(int argc, char** argv) {
   app.add_option("--subcomm-p", subcomm_p, "share of steps on a sub-communicator")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (warmup_s < 0) warmup_s = seconds / 10;
+  if (inflight_mb < 0) inflight_mb = max_mb / 2;
+  const double inflight = inflight_mb * 1e6;
 
   mpi::Environment env(&argc, &argv, MPI_THREAD_MULTIPLE);
   int rank = 0, n = 1;
@@ -262,7 +272,7 @@ int main(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   double next_sample = 0;
-  const uint64_t warm_steps = 2 * schemes.size();
+  const uint64_t warm_steps = 3 * schemes.size();
   double warm_end = 1e300;  // rank 0: samples before this time are the warm-up
   std::FILE* out = nullptr;
   if (rank == 0 && !csv.empty()) {
@@ -327,20 +337,29 @@ int main(int argc, char** argv) {
     if (d.density < 1) d.threshold = static_cast<uint64_t>(d.density * 18446744073709551615.0);
     d.ends = coin(0.5);
     if (step < warm_steps) {
-      // Warm-up: every scheme at the largest size, full density, 16-bit values in rows of one
-      // (the most rows, so the largest index arrays), sparse and dense output, three requests in
-      // flight: every cache (the allocator's, MPI's) reaches its high-water mark here.
+      // Warm-up: every scheme at the largest size, 16-bit values in rows of one (the most rows, so
+      // the largest index arrays), one request with sparse and one with dense output, then three.
       d.comm = 0;
       d.scheme = schemes[step % schemes.size()];
       const uint64_t v = step / schemes.size();
-      d.dense_out = v & 1;
+      d.dense_out = v == 2 ? step % 2 == 1 : v == 1;
       d.blocking = false;
-      d.requests = 3;
+      d.requests = v < 2 ? 1 : 3;
       d.dtype = DType::F16;
       d.itype = IndexType::I64;
       d.width = 1;
-      d.rows = static_cast<uint64_t>(max_mb * 1e6) / 2;
+      d.rows = std::max<uint64_t>(1, static_cast<uint64_t>(max_mb * 1e6) / 2);
       d.density = 1.0;
+    }
+    // The bound on sparse input in flight: fewer requests, then a lower density that fills it (the
+    // warm-up keeps its requests and fills it with them).
+    {
+      const double row_bytes = (d.itype == IndexType::I32 ? 4.0 : 8.0) + d.width * static_cast<double>(dtype_size(d.dtype));
+      const double full = static_cast<double>(d.rows) * row_bytes;  // one request at full density
+      if (step >= warm_steps)
+        while (d.requests > 1 && d.requests * full * d.density > inflight) --d.requests;
+      if (full * d.density > inflight / d.requests) d.density = inflight / d.requests / full;
+      if (d.density < 1) d.threshold = static_cast<uint64_t>(d.density * 18446744073709551615.0);
     }
     const bool drop_plan = coin(0.15);
     const uint64_t call_base = step * 4;
@@ -433,6 +452,10 @@ int main(int argc, char** argv) {
   cache.clear();
   long long wrong_all = 0;
   MPI_Reduce(&wrong, &wrong_all, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  // Peak RSS of each rank over the whole run (VmHWM), reported, not judged.
+  const long long hwm = proc_status("VmHWM:");
+  std::vector<long long> hwms(static_cast<size_t>(n));
+  MPI_Gather(&hwm, 1, MPI_LONG_LONG, hwms.data(), 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
   int rc = 0;
   if (rank == 0) {
     if (out) std::fclose(out);
@@ -494,10 +517,11 @@ int main(int argc, char** argv) {
     for (auto& [s, c] : per_scheme) mix += (mix.empty() ? "" : " ") + s + " " + std::to_string(c);
     std::printf("zen_soak: %s calls %lld (non-blocking %lld, dense output %lld, sub-communicators %lld, plans %lld; %s), "
                 "bytes %lld, %.0f s, samples %zu (%zu after the warm-up, which ended at %.0f s), wrong %lld, heap growth max %+.2f MiB "
-                "(limit %.2f), RSS growth max %+.1f MiB (limit %.0f%s), descriptors %lld..%lld, threads %lld..%lld%s%s\n",
+                "(limit %.2f), RSS growth max %+.1f MiB (limit %.0f%s), descriptors %lld..%lld, threads %lld..%lld, peak RSS %.0f..%.0f MiB%s%s\n",
                 rc ? "FAIL" : "PASS", calls, nb_calls, dense_calls, subcomms, plans_made, mix.c_str(), bytes, elapsed(),
                 samples.size() / static_cast<size_t>(n), post / static_cast<size_t>(n), warm_end > 1e299 ? -1.0 : warm_end, wrong_all, worst_heap,
-                heap_growth_mib, worst_rss, rss_growth_mib, judge_rss ? "" : ", not judged under ASan", fd_lo, fd_hi, th_lo, th_hi, growth.empty() ? "" : ", growth:", growth.c_str());
+                heap_growth_mib, worst_rss, rss_growth_mib, judge_rss ? "" : ", not judged under ASan", fd_lo, fd_hi, th_lo, th_hi,
+                *std::min_element(hwms.begin(), hwms.end()) / 1024.0, *std::max_element(hwms.begin(), hwms.end()) / 1024.0, growth.empty() ? "" : ", growth:", growth.c_str());
     std::fflush(stdout);
   }
   MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);

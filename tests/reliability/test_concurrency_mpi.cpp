@@ -7,10 +7,19 @@
 //    with the ranks reversed), each driven from its own thread at the same time. Under
 //    MPI_THREAD_MULTIPLE every result is exact; under MPI_THREAD_SERIALIZED zen refuses to call MPI
 //    from two threads at once: some rank gets Unsupported naming MPI_THREAD_MULTIPLE, a communicator
-//    that fails on one rank fails on every rank, no result is wrong and nothing hangs.
+//    that fails on one rank fails on every rank, no result is wrong and nothing hangs;
+//  - CreatedFromTwoThreadsAtOnce: two threads per rank each create a communicator (from their own
+//    duplicate of MPI_COMM_WORLD) at the same time, in opposite orders on even and odd ranks (the
+//    second starts while the first waits inside its creation for peers that are creating the other
+//    one), then drive a plan on it. Both creations complete under either level; the calls are exact
+//    (MULTIPLE) or refused clearly, on every rank of a communicator alike (SERIALIZED); nothing hangs.
+//    Before the fix of the creation under SERIALIZED (a blocking MPI_Comm_dup inside the gate, the
+//    other thread's creation refused) this hung in every run.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <thread>
 
@@ -126,6 +135,68 @@ TEST(ConcurrencyMpi, SeveralCommunicatorsEachFromItsOwnThread) {
   EXPECT_TRUE(vs.failed == 0 || vs.clean == 0) << "split failed on some ranks only";
   for (const auto* r : {&rd[0], &rsp[0]})
     if (!r->error.empty() && g.rank == 0) std::printf("[ concurrency ] rank 0: %s\n", r->error.c_str());
+}
+
+TEST(ConcurrencyMpi, CommunicatorsCreatedFromTwoThreadsAtOnce) {
+  const bool multiple = g_level >= MPI_THREAD_MULTIPLE;
+  const auto specs = plan_specs();
+  MPI_Comm parent[2];
+  MPI_Comm_dup(MPI_COMM_WORLD, &parent[0]);
+  MPI_Comm_dup(MPI_COMM_WORLD, &parent[1]);
+  const int first = g.rank % 2;  // even ranks create communicator 0 first, odd ranks communicator 1
+  std::atomic<bool> started{false};
+  std::vector<DriveResult> res(2);
+  std::vector<int> created(2, 0);
+  auto body = [&](int k) {
+    if (k == first) {
+      started = true;
+    } else {  // starts while the other thread is inside its creation, waiting for the other ranks
+      while (!started) std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    try {
+      auto c = mpi::create(parent[k]);
+      created[k] = 1;
+      c->set_timeout(Communicator::Ms(multiple ? 30000 : 2000));
+      auto plan = make_scheme(specs[k].scheme, *c, specs[k].spec);
+      res[k] = drive(*plan, specs[k], 11 + static_cast<uint64_t>(k), c->rank(), c->size(), kCalls, 500 + static_cast<uint64_t>(g.rank));
+    } catch (const std::exception& e) {
+      res[k].error = e.what();
+    }
+  };
+  std::thread t0(body, 0), t1(body, 1);
+  t0.join();
+  t1.join();
+  MPI_Comm_free(&parent[0]);
+  MPI_Comm_free(&parent[1]);
+  int made[2] = {created[0], created[1]}, made_all[2];
+  MPI_Allreduce(made, made_all, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  const Verdict v0 = gather({res[0]}), v1 = gather({res[1]});
+  if (g.rank == 0)
+    std::printf("[ concurrency ] %s, created from two threads: communicator 0 created on %d ranks, %lld clean / %lld failed, "
+                "communicator 1 on %d, %lld / %lld; Unsupported errors %lld\n",
+                mpi::thread_level_name(g_level), made_all[0], static_cast<long long>(v0.clean), static_cast<long long>(v0.failed),
+                made_all[1], static_cast<long long>(v1.clean), static_cast<long long>(v1.failed),
+                static_cast<long long>(v0.unsupported + v1.unsupported));
+  EXPECT_EQ(made_all[0], g.n) << "communicator 0 not created on every rank";
+  EXPECT_EQ(made_all[1], g.n) << "communicator 1 not created on every rank";
+  for (const Verdict* v : {&v0, &v1}) EXPECT_EQ(v->wrong, 0);
+  if (multiple) {
+    for (int k = 0; k < 2; ++k) {
+      EXPECT_EQ(res[k].error, "") << "rank " << g.rank << " communicator " << k;
+      EXPECT_EQ(res[k].calls, kCalls) << "rank " << g.rank << " communicator " << k;
+    }
+    return;
+  }
+  // SERIALIZED: a communicator that failed anywhere failed everywhere, each error the refusal
+  // (naming MPI_THREAD_MULTIPLE) or a peer's abort quoting it.
+  EXPECT_TRUE(v0.failed == 0 || v0.clean == 0) << "communicator 0 failed on some ranks only";
+  EXPECT_TRUE(v1.failed == 0 || v1.clean == 0) << "communicator 1 failed on some ranks only";
+  for (int k = 0; k < 2; ++k) {
+    if (!res[k].error.empty()) {
+      EXPECT_NE(res[k].error.find("MPI_THREAD_MULTIPLE"), std::string::npos) << "rank " << g.rank << ": " << res[k].error;
+    }
+  }
 }
 
 int main(int argc, char** argv) {

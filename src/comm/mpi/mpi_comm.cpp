@@ -33,6 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -193,11 +194,22 @@ void reduce16(void* in, void* inout, int* len, MPI_Datatype*) {
 // Below MPI_THREAD_MULTIPLE only one thread at a time may call MPI. One communicator keeps to that by
 // itself (its non-blocking calls run on its progress thread, and a blocking call queues behind them),
 // but two communicators used from two threads at once would call MPI side by side. So, when MPI gives
-// less than MULTIPLE, every operation, setup, destruction and abort of zen's MPI communicators enters
-// this process-wide gate: an operation or a setup that finds another thread inside fails with
-// Unsupported (naming the fix) rather than call MPI beside it; destruction and abort messages wait
-// for the gate (they do not wait for peers while another thread holds it). The same thread may
-// enter again (a sub-communicator's operation runs its parent's). Under MULTIPLE the gate is unused.
+// less than MULTIPLE, every MPI call of zen's MPI communicators is made inside this process-wide gate:
+//  - an operation that finds another thread inside fails with Unsupported (naming the fix) rather
+//    than call MPI beside it; an operation holds the gate until it ends (it waits for its peers inside);
+//  - a setup makes each MPI call inside the gate (handing it to the holder when another thread is
+//    inside) and waits for its peers outside it (non-blocking MPI_Comm_idup and MPI_Iallgather):
+//    communicators created on several threads at once, in other orders on other ranks, all complete
+//    (a blocking MPI_Comm_dup held inside the gate, beside a refused setup on the other thread,
+//    waited forever for peers whose own setup of that communicator had been refused; a setup that
+//    waited for the gate would wait for an operation that waits for a peer whose setup waits the same way);
+//  - an abort message never waits for the gate: when another thread holds it, the message is handed
+//    to that thread, which sends it from its wait loop (each sweep) or when it leaves the gate. An
+//    abort that waited would wait for an operation that itself waits for a peer whose abort waits the
+//    same way (rank 0 holds the gate in communicator 1, rank 1 in communicator 2), until a timeout;
+//  - destruction waits for the gate (for another thread's operation, bounded by its timeout).
+// The same thread may enter again (a sub-communicator's operation runs its parent's). Under MULTIPLE
+// the gate is unused.
 class SerialGate {
  public:
   static SerialGate& get() {
@@ -217,19 +229,108 @@ class SerialGate {
     owner_ = std::this_thread::get_id();
     ++depth_;
   }
+  // The holder's last leave runs what other threads handed over before it lets the gate go.
   void leave() noexcept {
-    {
-      std::lock_guard<std::mutex> lk(m_);
-      if (--depth_ == 0) owner_ = std::thread::id();
+    for (;;) {
+      std::vector<std::function<void()>> todo;
+      {
+        std::lock_guard<std::mutex> lk(m_);
+        if (depth_ == 1 && !posted_.empty()) {
+          todo.swap(posted_);
+          has_posted_.store(false, std::memory_order_relaxed);
+        } else {
+          if (--depth_ == 0) owner_ = std::thread::id();
+          break;
+        }
+      }
+      run_all(todo);
     }
     cv_.notify_all();
   }
+  // Run `f` inside the gate without waiting for another thread: at once when the gate is free (or
+  // this thread holds it), else handed to the thread that holds it (run_posted, leave).
+  void run_or_post(std::function<void()> f) {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      if (depth_ > 0 && owner_ != std::this_thread::get_id()) {
+        posted_.push_back(std::move(f));
+        has_posted_.store(true, std::memory_order_release);
+        return;
+      }
+      owner_ = std::this_thread::get_id();
+      ++depth_;
+    }
+    std::vector<std::function<void()>> one;
+    one.push_back(std::move(f));
+    run_all(one);
+    leave();
+  }
+  // Run `f` inside the gate and return when it has run: by this thread when the gate is free (or this
+  // thread holds it), else by the holder (run_posted, leave) while this thread waits for that. Never
+  // waits for the holder's operation to end, only for its next sweep; f's exception comes back here.
+  void call(const std::function<void()>& f) {
+    struct Done {
+      std::mutex m;
+      std::condition_variable cv;
+      bool done = false;
+      std::exception_ptr err;
+    };
+    auto d = std::make_shared<Done>();
+    run_or_post([d, &f] {
+      try {
+        f();
+      } catch (...) {
+        d->err = std::current_exception();
+      }
+      {
+        std::lock_guard<std::mutex> lk(d->m);
+        d->done = true;
+      }
+      d->cv.notify_all();
+    });
+    std::unique_lock<std::mutex> lk(d->m);
+    d->cv.wait(lk, [&] { return d->done; });
+    if (d->err) std::rethrow_exception(d->err);
+  }
+  // The holder, while it waits for peers: run what other threads handed over.
+  void run_posted() {
+    if (!has_posted_.load(std::memory_order_acquire)) return;
+    std::vector<std::function<void()>> todo;
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      if (owner_ != std::this_thread::get_id()) return;
+      todo.swap(posted_);
+      has_posted_.store(false, std::memory_order_relaxed);
+    }
+    run_all(todo);
+  }
 
  private:
+  static void run_all(std::vector<std::function<void()>>& todo) noexcept {
+    for (auto& f : todo) {
+      try {
+        f();
+      } catch (...) {  // an abort message that cannot be sent: the peers time out instead
+      }
+    }
+  }
   std::mutex m_;
   std::condition_variable cv_;
   std::thread::id owner_;
   int depth_ = 0;
+  std::vector<std::function<void()>> posted_;
+  std::atomic<bool> has_posted_{false};
+};
+
+// Runs a callable inside the gate when `on` (SerialGate::call: never waits for another thread's
+// operation), else directly.
+struct Gated {
+  bool on;
+  template <typename F>
+  void operator()(F&& f) const {
+    if (on) SerialGate::get().call(std::function<void()>(std::forward<F>(f)));
+    else f();
+  }
 };
 
 std::string serial_gate_message(int level) {
@@ -261,28 +362,41 @@ class MpiComm final : public Communicator {
     MPI_Initialized(&inited);
     if (inited) MPI_Query_thread(&level_);
     serial_ = level_ < MPI_THREAD_MULTIPLE;
-    if (serial_ && !SerialGate::get().try_enter()) {
-      int r = -1;
-      MPI_Comm_rank(comm, &r);  // a local query
-      ZEN_THROW(Result::Unsupported, "rank " + std::to_string(r) + " mpi create: " + serial_gate_message(level_));
-    }
-    struct Leave {
-      bool on;
-      ~Leave() {
-        if (on) SerialGate::get().leave();
-      }
-    } leave{serial_};
-    MPI_Comm_dup(comm, &comm_);
-    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(comm_, &rank_);
-    MPI_Comm_size(comm_, &size_);
-    MPI_Comm node;
-    if (MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-      MPI_Comm_size(node, &node_ranks_);
-      MPI_Comm_free(&node);
-      // Every rank agrees: if any two ranks are on different hosts, no rank has all ranks on its host.
-      multi_host_ = node_ranks_ < size_;
-    }
+    // Below MULTIPLE every MPI call here enters the gate alone and the waits for the peers are made
+    // outside it (SerialGate): setups on several threads at once complete in any order.
+    const Gated gated{serial_};
+    MPI_Request rq = MPI_REQUEST_NULL;
+    int parent_rank = -1;
+    gated([&] {
+      MPI_Comm_rank(comm, &parent_rank);
+      setup_check(MPI_Comm_idup(comm, &comm_, &rq), parent_rank, "MPI_Comm_idup");
+    });
+    setup_wait(rq, parent_rank, "MPI_Comm_idup");
+    // Ranks on this host (by processor name, as Open MPI's MPI_COMM_TYPE_SHARED groups them) and a
+    // nonce agreed at creation (rank 0's clock and address), in one non-blocking allgather.
+    uint64_t mine[2] = {0, 0};
+    std::vector<uint64_t> all;
+    gated([&] {
+      MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+      MPI_Comm_rank(comm_, &rank_);
+      MPI_Comm_size(comm_, &size_);
+      char host[MPI_MAX_PROCESSOR_NAME + 1] = {};
+      int len = 0;
+      MPI_Get_processor_name(host, &len);
+      uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a of the name
+      for (int i = 0; i < len; ++i) h = (h ^ static_cast<uint8_t>(host[i])) * 0x100000001b3ULL;
+      mine[0] = h;
+      mine[1] = mix64(static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                      reinterpret_cast<uintptr_t>(this) ^ (static_cast<uint64_t>(getpid()) << 32));
+      all.assign(2 * static_cast<size_t>(size_), 0);
+      setup_check(MPI_Iallgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, comm_, &rq), rank_, "MPI_Iallgather");
+    });
+    setup_wait(rq, rank_, "MPI_Iallgather");
+    node_ranks_ = 0;
+    for (int p = 0; p < size_; ++p) node_ranks_ += all[2 * static_cast<size_t>(p)] == mine[0];
+    // Every rank agrees: if any two ranks are on different hosts, no rank has all ranks on its host.
+    multi_host_ = node_ranks_ < size_;
+    nonce_ = all[1];
     schedule_ = multi_host_ ? Schedule::Auto : Schedule::Native;
     if (const char* e = std::getenv("ZEN_MPI_SCHEDULE")) {  // same value on every rank (launcher environment)
       const std::string v(e);
@@ -290,11 +404,6 @@ class MpiComm final : public Communicator {
       else if (v == "pairwise") schedule_ = Schedule::Pairwise;
       else if (v == "auto") schedule_ = multi_host_ ? Schedule::Auto : Schedule::Native;
     }
-    // A nonce agreed at creation (MPI_Comm_dup is collective already): rank 0's clock and address.
-    if (rank_ == 0)
-      nonce_ = mix64(static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
-                     reinterpret_cast<uintptr_t>(this) ^ (static_cast<uint64_t>(getpid()) << 32));
-    MPI_Bcast(&nonce_, 1, MPI_UINT64_T, 0, comm_);
     closed_.assign(static_cast<size_t>(size_), 0);
     const long online = sysconf(_SC_NPROCESSORS_ONLN);
     oversubscribed_ = node_ranks_ > std::max<long>(1, online);
@@ -302,7 +411,35 @@ class MpiComm final : public Communicator {
     if (const char* y = std::getenv("ZEN_MPI_YIELD")) oversubscribed_ = std::atoi(y) > 0;  // force (experiments)
     stage_ = std::make_shared<Stage>();
     abort_in_.resize(sizeof(AbortHeader) + kAbortBytes);
-    MPI_Irecv(abort_in_.data(), static_cast<int>(abort_in_.size()), MPI_BYTE, MPI_ANY_SOURCE, kAbortTag, comm_, &abort_rq_);
+    gated([&] {
+      MPI_Irecv(abort_in_.data(), static_cast<int>(abort_in_.size()), MPI_BYTE, MPI_ANY_SOURCE, kAbortTag, comm_, &abort_rq_);
+    });
+  }
+
+  // Setup: an MPI error, and the wait for a setup request (outside the gate between tests; bounded by
+  // the timeout: a peer that never creates this communicator is an error, not a hang).
+  void setup_check(int rc, int r, const char* what) const {
+    if (rc == MPI_SUCCESS) return;
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    ZEN_THROW(Result::SystemError, "rank " + std::to_string(r) + " mpi create: " + what + " failed: " + std::string(msg, static_cast<size_t>(len)));
+  }
+  void setup_wait(MPI_Request& rq, int r, const char* what) {
+    const Gated gated{serial_};
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    for (;;) {
+      int flag = 0, rc = MPI_SUCCESS;
+      gated([&] { rc = MPI_Test(&rq, &flag, MPI_STATUS_IGNORE); });
+      setup_check(rc, r, what);
+      if (flag) return;
+      if (std::chrono::steady_clock::now() > deadline)
+        // The request stays with MPI (a collective request cannot be cancelled or freed).
+        ZEN_THROW(Result::Timeout, "rank " + std::to_string(r) + " mpi create: " + what + " did not complete within " +
+                                       std::to_string(timeout_.count()) +
+                                       " ms: not every rank of the parent communicator is creating this communicator");
+      sched_yield();
+    }
   }
 
   void check_async_support() const override {
@@ -323,7 +460,10 @@ class MpiComm final : public Communicator {
       leak_everything();
       return;
     }
-    if (serial_) SerialGate::get().enter();  // waits for another thread's operation to end
+    if (serial_) {
+      SerialGate::get().enter();  // waits for another thread's operation to end
+      SerialGate::get().run_posted();  // an abort of this communicator handed over meanwhile goes first
+    }
     struct Leave {
       bool on;
       ~Leave() {
@@ -335,6 +475,7 @@ class MpiComm final : public Communicator {
       const auto deadline = std::chrono::steady_clock::now() + timeout_;
       while (!pending_.empty() && std::chrono::steady_clock::now() < deadline) {
         progress_sends();
+        if (serial_) SerialGate::get().run_posted();
         if (oversubscribed_) sched_yield();
       }
     }
@@ -791,13 +932,12 @@ class MpiComm final : public Communicator {
   void do_abort(const std::string& reason) override {
     if (aborted_sent_ || size_ == 1) return;
     aborted_sent_ = true;
-    if (serial_) SerialGate::get().enter();  // another thread's operation ends first (bounded by its timeout)
-    struct Leave {
-      bool on;
-      ~Leave() {
-        if (on) SerialGate::get().leave();
-      }
-    } leave{serial_};
+    // Below MULTIPLE: sent inside the gate, by this thread when the gate is free, else by the thread
+    // that holds it (SerialGate: an abort never waits for another thread's operation).
+    if (serial_) SerialGate::get().run_or_post([this, reason] { send_abort(reason); });
+    else send_abort(reason);
+  }
+  void send_abort(const std::string& reason) {
     auto ps = take_send_buffer(sizeof(AbortHeader) + std::min(reason.size(), kAbortBytes));
     AbortHeader h{nonce_, rank_, timed_out_on_, static_cast<uint32_t>(std::min(reason.size(), kAbortBytes)), 0};
     std::memcpy(ps->data.data(), &h, sizeof h);
@@ -813,8 +953,16 @@ class MpiComm final : public Communicator {
 
   // Threads: below MPI_THREAD_MULTIPLE an operation runs only if no other thread is inside zen's MPI
   // calls (SerialGate); otherwise it fails here, before any MPI call.
+  // A refusal is sent to the peers at once (an abort message; they may be waiting in this operation
+  // already), whatever the caller does next: a plan's setup refused on one rank fails on every rank.
   void begin_op() override {
-    if (serial_ && !SerialGate::get().try_enter()) fail(Result::Unsupported, -1, serial_gate_message(level_));
+    if (!serial_ || SerialGate::get().try_enter()) return;
+    try {
+      fail(Result::Unsupported, -1, serial_gate_message(level_));
+    } catch (const Error& e) {
+      do_abort(e.what());
+      throw;
+    }
   }
   void end_op() noexcept override {
     if (serial_) SerialGate::get().leave();
@@ -1057,6 +1205,7 @@ class MpiComm final : public Communicator {
         return;
       }
       poll_abort();
+      if (serial_) SerialGate::get().run_posted();  // another thread's abort message (SerialGate)
       if ((spin & 63) == 63 && std::chrono::steady_clock::now() > deadline) on_timeout(m, root);
       if (oversubscribed_) sched_yield();
     }
@@ -1202,6 +1351,7 @@ class MpiComm final : public Communicator {
     heard[rank_] = 1;
     int left = size_ - 1;
     while (left > 0 && std::chrono::steady_clock::now() < until) {
+      if (serial_) SerialGate::get().run_posted();
       for (int p = 0; p < size_; ++p) {
         if (heard[p]) continue;
         int flag = 0;
@@ -1276,6 +1426,7 @@ class MpiComm final : public Communicator {
     const auto bound = std::min(std::max(2 * timeout_, Ms(1000)), Ms(10000));
     const auto until = std::chrono::steady_clock::now() + bound;
     while (left > 0 && std::chrono::steady_clock::now() < until) {
+      if (serial_) SerialGate::get().run_posted();
       bool got = false;
       for (int k = 0; k < 2; ++k) {
         const int tag = k == 0 ? kAbortTag : kDiagTag;
