@@ -334,7 +334,6 @@ int main(int argc, char** argv) {
     d.rows = std::max<uint64_t>(1, static_cast<uint64_t>(std::exp(lg)) / (d.width * dtype_size(d.dtype)));
     const double u = std::uniform_real_distribution<double>(0, 1)(g);
     d.density = u < 0.05 ? 0.0 : u < 0.1 ? 1.0 : std::exp(std::uniform_real_distribution<double>(std::log(1e-4), 0)(g));
-    if (d.density < 1) d.threshold = static_cast<uint64_t>(d.density * 18446744073709551615.0);
     d.ends = coin(0.5);
     if (step < warm_steps) {
       // Warm-up: every scheme at the largest size, 16-bit values in rows of one (the most rows, so
