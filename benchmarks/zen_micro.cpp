@@ -153,7 +153,7 @@ void BM_OwnerStage(benchmark::State& st) {
   for (auto _ : st) {
     const uint64_t K = merge ? zen::plan::owner_merge<float>(os, segs.data(), n, 4, 1, m, pool, 0, "bench")
                              : zen::plan::owner_accumulate<float>(os, segs.data(), n, 4, 1, m, pool, 0, "bench");
-    zen::plan::owner_write<float>(os, 4, 1, zen::plan::kEncEf, msg.data(), pool);
+    zen::plan::owner_write<float>(os, 4, 1, zen::wire::kEncEf, msg.data(), pool);
     benchmark::DoNotOptimize(K);
     benchmark::DoNotOptimize(msg.data());
   }

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../../src/encode/wire.hpp"
 #include "balanced_core.hpp"
 #include "kernels/workspace.hpp"
 #include "zen/cuda/comm.hpp"
@@ -18,11 +19,7 @@
 
 namespace zen::cuda::detail {
 
-struct OwnerMeta {  // as the CPU scheme's
-  uint64_t result_rows;
-  uint64_t pushed_rows;
-  uint64_t encoding;
-};
+using wire::OwnerMeta;  // the CPU schemes' meta record (src/encode/wire.hpp)
 
 // What every rank tells the others at setup: its spec (checked) and its limits (agreed).
 struct SetupRecord {
@@ -315,7 +312,7 @@ class BalancedImpl final : public DeviceBalanced::Core {
     const bool use_bitmap = opt_.pull == PullEncoding::Bitmap || (opt_.pull == PullEncoding::Auto && bitmap_b < coo_b);
     {
       PhaseRec ph(*this, "meta");
-      OwnerMeta mine{K, received, use_bitmap ? 1u : 0u};
+      OwnerMeta mine{K, received, use_bitmap ? wire::kEncBitmap : wire::kEncCoo};
       std::memcpy(h_.meta, &mine, sizeof mine);
       h2d(L_.meta, h_.meta, sizeof mine);
       std::vector<size_t> c(n, sizeof mine), dsp(n);

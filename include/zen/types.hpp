@@ -12,6 +12,13 @@ enum class IndexType : uint8_t { I32 = 0, I64 = 1 };
 enum class MemSpace : uint8_t { Host = 0, Device = 1 };
 enum class ReduceOp : uint8_t { Sum = 0, Max = 1, Min = 2 };
 
+/// How a set of K positions out of an owner's m travels (docs/algorithms.md, "Index encodings"):
+/// COO (K fixed-width keys), the owner's bitmap (m bits) or Elias-Fano (about K * (2 + log2(m/K))
+/// bits). Auto picks the smallest by exact size, per message and per call (sizes are known to both
+/// sides before anything is sent, so the choice travels nowhere).
+enum class IndexEncoding : uint8_t { Auto = 0, Coo = 1, Bitmap = 2, EliasFano = 3 };
+using PullEncoding = IndexEncoding;
+
 using half = Eigen::half;
 using bfloat16 = Eigen::bfloat16;
 

@@ -7,6 +7,7 @@
 
 #include "owner_stage.hpp"
 #include "plan_util.hpp"
+#include "scheme_row.hpp"
 #include "zen/encode/coo.hpp"
 #include "zen/error.hpp"
 #include "zen/schemes/scheme.hpp"
@@ -25,24 +26,18 @@ struct Workspace {
   bool present_dirty = false;
 };
 
-using plan::load_as;
-using plan::store_as;
+using wire::load_as;
+using wire::store_as;
 
-class Allgather final : public SparseAllreduce {
+class Allgather : public plan::Typed<Allgather, Workspace> {
  public:
-  ~Allgather() override { quiesce(); }  // pending non-blocking calls finish before the members go
   Allgather(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
-      : SparseAllreduce(c, s, o), wire_(encode::wire_index_type(s.dense_len / s.row_width)), ws_(std::make_shared<Workspace>()) {
-    holder_ = ws_;
-  }
-  const char* name() const override { return "allgather"; }
-
- protected:
-  void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
-    dispatch_dtype(spec_.dtype, [&](auto tag) { run_typed<decltype(tag)>(in, sparse_out, dense_out); });
-  }
+      : Typed(c, s, o), wire_(encode::wire_index_type(s.dense_len / s.row_width)) {}
+  static constexpr const char* kName = "allgather";
 
  private:
+  friend plan::Access;
+
   template <typename T>
   void run_typed(const SparseView& in, SparseTensor* sparse_out, void* dense_out) {
     using A = typename accum_of<T>::type;
@@ -75,7 +70,7 @@ class Allgather final : public SparseAllreduce {
     {
       // Encode in place: this rank's block of the gather buffer.
       uint8_t* msg = all + w.displ[me];
-      for (size_t i = 0; i < mine; ++i) plan::store_key(msg, i, isz, static_cast<uint64_t>(loc.keys[i]));
+      for (size_t i = 0; i < mine; ++i) wire::store_key(msg, i, isz, static_cast<uint64_t>(loc.keys[i]));
       if (mine) std::memcpy(msg + mine * isz, loc.rows, mine * rb);
     }
     {
@@ -86,9 +81,9 @@ class Allgather final : public SparseAllreduce {
     for (int p = 0; p < n; ++p) {
       const uint8_t* keys = all + w.displ[p];
       for (size_t i = 0; i < w.counts[p]; ++i)
-        if (plan::load_key(keys, i, isz) >= R)
+        if (wire::load_key(keys, i, isz) >= R)
           ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " allgather: peer " + std::to_string(p) + " sent row " +
-                                              std::to_string(plan::load_key(keys, i, isz)) + " outside [0, " + std::to_string(R) + ")");
+                                              std::to_string(wire::load_key(keys, i, isz)) + " outside [0, " + std::to_string(R) + ")");
     }
     if constexpr (std::is_same_v<A, T>) {
       if (!sparse_out) {
@@ -105,7 +100,7 @@ class Allgather final : public SparseAllreduce {
       for (int p = 0; p < n; ++p) {
         const uint8_t* keys = all + w.displ[p];
         const size_t vbase = w.displ[p] + w.counts[p] * isz;
-        for (size_t i = 0; i < w.counts[p]; ++i) kv[o++] = plan::KV{plan::load_key(keys, i, isz), vbase + i * rb};
+        for (size_t i = 0; i < w.counts[p]; ++i) kv[o++] = plan::KV{wire::load_key(keys, i, isz), vbase + i * rb};
       }
     }
     w.sorter.sort(w.kv, w.kv_tmp, entries, plan::bits_for(R), &tp);
@@ -175,8 +170,8 @@ class Allgather final : public SparseAllreduce {
           const uint8_t* rows = keys + w.counts[p] * isz;
           const size_t cnt = w.counts[p];
           for (size_t i = 0; i < cnt; ++i) {
-            if (i + 16 < cnt) __builtin_prefetch(d + plan::load_key(keys, i + 16, isz) * rw, 1);
-            const uint64_t row = plan::load_key(keys, i, isz);
+            if (i + 16 < cnt) __builtin_prefetch(d + wire::load_key(keys, i + 16, isz) * rw, 1);
+            const uint64_t row = wire::load_key(keys, i, isz);
             if (row < lo || row >= hi) continue;
             uint8_t* o = d + row * rw;
             const uint8_t* v = rows + i * rw;
@@ -198,7 +193,7 @@ class Allgather final : public SparseAllreduce {
       for (int p = 0; p < n; ++p) {
         const uint8_t* keys = all + w.displ[p];
         for (size_t i = 0; i < w.counts[p]; ++i) {
-          const uint64_t row = plan::load_key(keys, i, isz);
+          const uint64_t row = wire::load_key(keys, i, isz);
           if (row >= lo && row < hi) present[row >> 6] = 0;
         }
       }
@@ -207,13 +202,35 @@ class Allgather final : public SparseAllreduce {
   }
 
   IndexType wire_;
-  std::shared_ptr<Workspace> ws_;
 };
+
+void allgather_traffic(model::TrafficBuilder& b) {
+  const auto& c = b.c;
+  const size_t un = b.un;
+  b.t.encoding = "coo";
+  const uint64_t e = model::key_width(b.R) + b.D * b.vs;
+  uint64_t tot = 0;
+  for (uint64_t x : c.k) tot += x;
+  model::PhaseTraffic& cn = b.phase("counts", b.lg, b.lg);
+  model::PhaseTraffic& ag = b.phase("allgatherv", b.one, b.nm1);
+  b.phase("reduce", 0, 0);
+  for (size_t r = 0; r < un; ++r) {
+    cn.sent[r] = cn.recv[r] = 8 * (un - 1);
+    ag.sent[r] = (un - 1) * c.k[r] * e;
+    ag.recv[r] = (tot - c.k[r]) * e;
+  }
+}
+
+double allgather_work(const model::Problem&, const model::Counts& c, size_t r) {
+  uint64_t tot = 0;
+  for (uint64_t x : c.k) tot += x;
+  return static_cast<double>(c.k[r] + tot);
+}
 
 }  // namespace
 
-std::unique_ptr<SparseAllreduce> make_allgather(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return std::make_unique<Allgather>(c, s, o);
-}
+namespace detail {
+extern const SchemeRow allgather_row{Allgather::kName, plan::factory<Allgather>, allgather_traffic, allgather_work, /*auto_position=*/1, detail::kSparse};
+}  // namespace detail
 
 }  // namespace zen

@@ -21,6 +21,8 @@
 #include <memory>
 #include <sstream>
 
+#include "plan_util.hpp"
+#include "scheme_row.hpp"
 #include "zen/error.hpp"
 #include "zen/model/cost_model.hpp"
 #include "zen/schemes/scheme.hpp"
@@ -28,9 +30,18 @@
 namespace zen {
 namespace {
 
+// Auto reads the scheme table (scheme_row.hpp): its default candidates are the rows with an auto
+// position, in that order (model ties go to the earlier one); a row's traits say which schemes are
+// dense allreduces (the fallback) and which need exact block counts (skipped on a sample).
 const std::vector<std::string>& default_candidates() {
-  static const std::vector<std::string> c{"balanced", "allgather", "sparcml", "sparse_ps", "omnireduce", "dense_native"};
+  static const std::vector<std::string> c = detail::auto_candidates();
   return c;
+}
+
+const detail::SchemeRow& row_of(const std::string& name) {
+  const detail::SchemeRow* r = detail::find_scheme(name);
+  ZEN_CHECK_CODE(r, Result::InternalError, "sparse allreduce (auto): no row for scheme '" + name + "'");
+  return *r;
 }
 
 std::string fmt_time(double s) {
@@ -40,9 +51,8 @@ std::string fmt_time(double s) {
   return b;
 }
 
-class Auto final : public SparseAllreduce {
+class Auto : public SparseAllreduce {
  public:
-  ~Auto() override { quiesce(); }  // pending non-blocking calls finish before the members go
   Auto(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt) : SparseAllreduce(comm, spec, opt) {
     const auto& a = opt_.autotune;
     candidates_ = a.candidates.empty() ? default_candidates() : a.candidates;
@@ -167,7 +177,7 @@ class Auto final : public SparseAllreduce {
     const model::Link link{a.alpha_s, a.message_s, a.bytes_per_s, a.entry_s};
     std::vector<model::Prediction> pred;
     for (const auto& c : candidates_) {
-      if (c == "omnireduce" && !counts.has_omnireduce()) continue;  // needs exact block sets
+      if (row_of(c).has(detail::kNeedsBlockCounts) && !counts.has_omnireduce()) continue;  // needs exact block sets
       pred.push_back(model::predict(c, prob, counts, link));
     }
     std::stable_sort(pred.begin(), pred.end(), [](const auto& x, const auto& y) { return x.seconds < y.seconds; });
@@ -184,10 +194,13 @@ class Auto final : public SparseAllreduce {
     // Dense fallback on bytes.
     uint64_t best_sparse = UINT64_MAX, dense = 0;
     bool have_dense = false;
+    const detail::SchemeRow* fallback = nullptr;  // the dense row with the lowest auto position
     for (const auto& p : pred) {
-      if (p.scheme == "dense_native" || p.scheme == "dense") {
+      const detail::SchemeRow& row = row_of(p.scheme);
+      if (row.has(detail::kDense)) {
         dense = have_dense ? std::min(dense, p.max_bytes) : p.max_bytes;
         have_dense = true;
+        if (!fallback || row.auto_position < fallback->auto_position) fallback = &row;
       } else {
         best_sparse = std::min(best_sparse, p.max_bytes);
       }
@@ -200,9 +213,7 @@ class Auto final : public SparseAllreduce {
     const std::string cause = reason_.empty() ? "first call" : reason_;
     reason_.clear();
     if (have_dense && n > 1 && best_sparse != UINT64_MAX && best_sparse > dense) {
-      chosen_ = std::find_if(pred.begin(), pred.end(), [](const auto& p) { return p.scheme == "dense_native"; }) != pred.end()
-                    ? "dense_native"
-                    : "dense";
+      chosen_ = fallback->name;
       why_ = "auto chose " + chosen_ + " (" + cause + "): dense fallback, every sparse scheme moves more bytes than a dense allreduce (" +
              std::to_string(best_sparse) + " B > " + std::to_string(dense) + " B); " + why.str();
       return;
@@ -271,7 +282,7 @@ class Auto final : public SparseAllreduce {
 }  // namespace
 
 std::unique_ptr<SparseAllreduce> make_auto(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt) {
-  return std::make_unique<Auto>(comm, spec, opt);
+  return plan::make_plan<Auto>(comm, spec, opt);
 }
 
 }  // namespace zen

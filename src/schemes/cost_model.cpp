@@ -2,7 +2,7 @@
 // Counts, and an alpha-beta time.
 #include "zen/model/cost_model.hpp"
 
-#include "owner_stage.hpp"
+#include "scheme_row.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -15,13 +15,6 @@
 namespace zen::model {
 namespace {
 
-uint64_t key_width(uint64_t key_space) { return key_space <= (uint64_t{1} << 31) ? 4 : 8; }
-
-/// Start of part o when `total` items are split in n contiguous parts (the ring chunk split).
-uint64_t part_begin(uint64_t total, int n, int o) {
-  const uint64_t uo = static_cast<uint64_t>(o), un = static_cast<uint64_t>(n);
-  return uo * (total / un) + std::min<uint64_t>(uo, total % un);
-}
 /// Part holding item x of that split.
 int part_of(uint64_t x, uint64_t total, int n) {
   const uint64_t un = static_cast<uint64_t>(n), q = total / un, rem = total % un;
@@ -199,11 +192,7 @@ Counts count_exact(const Problem& p, const std::vector<std::vector<int64_t>>& ro
 uint64_t Traffic::max_sent() const { return sent.empty() ? 0 : *std::max_element(sent.begin(), sent.end()); }
 uint64_t Traffic::max_recv() const { return recv.empty() ? 0 : *std::max_element(recv.begin(), recv.end()); }
 
-bool covers(const std::string& s) {
-  for (const auto& name : scheme_names())
-    if (name == s) return true;
-  return false;
-}
+bool covers(const std::string& s) { return detail::find_scheme(s) != nullptr; }
 
 uint64_t dense_bytes(const Problem& p) {
   if (p.n <= 1) return 0;
@@ -214,204 +203,18 @@ uint64_t dense_bytes(const Problem& p) {
 }
 
 Traffic traffic(const std::string& scheme, const Problem& p, const Counts& c) {
-  const int n = p.n;
-  const auto un = static_cast<size_t>(n);
-  ZEN_ENFORCE(covers(scheme), "cost model: unknown scheme '" + scheme + "'");
-  ZEN_ENFORCE(c.k.size() == un, "cost model: counts are for " + std::to_string(c.k.size()) + " ranks, the problem has " + std::to_string(n));
-  const uint64_t R = p.rows, D = p.D, vs = dtype_size(p.dtype), N = p.N(), Rb = (R + 7) / 8;
-  const double lg = n > 1 ? std::ceil(std::log2(static_cast<double>(n))) : 0.0, nm1 = n - 1;
+  const detail::SchemeRow* row = detail::find_scheme(scheme);
+  ZEN_ENFORCE(row, "cost model: unknown scheme '" + scheme + "'");
+  ZEN_ENFORCE(c.k.size() == static_cast<size_t>(p.n),
+              "cost model: counts are for " + std::to_string(c.k.size()) + " ranks, the problem has " + std::to_string(p.n));
   Traffic t;
   t.scheme = scheme;
-  t.sent.assign(un, 0);
-  t.recv.assign(un, 0);
-  t.phases.reserve(72);  // phase() hands out references: no reallocation (SparCML: log2 n + 2 <= 66)
-  // Rounds and messages of the collective algorithms assumed (docs/cost-model.md): rings are
-  // sequential (one round per step); fixed-size allgathers / alltoalls of small records take log2 n
-  // rounds (recursive doubling, Bruck); personalized exchanges (alltoallv, allgatherv) post their
-  // n - 1 messages at once (one round).
-  auto phase = [&](const char* name, double rounds, double messages) -> PhaseTraffic& {
-    t.phases.push_back(PhaseTraffic{name, std::vector<uint64_t>(un, 0), std::vector<uint64_t>(un, 0), rounds, messages});
-    return t.phases.back();
-  };
-  const double one = n > 1 ? 1.0 : 0.0;
-  auto ring = [&](PhaseTraffic& ph, uint64_t count, uint64_t elem, bool two_passes) {  // ring RS (+ AG)
-    if (n == 1) return;
-    const uint64_t S = count * elem;
-    for (int r = 0; r < n; ++r) {
-      const auto ur = static_cast<size_t>(r);
-      ph.sent[ur] += S - ring_chunk_bytes(count, elem, n, r);
-      ph.recv[ur] += S - ring_chunk_bytes(count, elem, n, (r + n - 1) % n);
-      if (two_passes) {
-        ph.sent[ur] += S - ring_chunk_bytes(count, elem, n, (r + 1) % n);
-        ph.recv[ur] += S - ring_chunk_bytes(count, elem, n, r);
-      }
-    }
-  };
-
-  if (scheme == "dense") {
-    t.encoding = "dense";
-    if (n > 1) {
-      const uint64_t S = N * vs;
-      PhaseTraffic& rs = phase("reduce_scatter", nm1, nm1);
-      for (int r = 0; r < n; ++r) {
-        rs.sent[static_cast<size_t>(r)] = S - ring_chunk_bytes(N, vs, n, r);
-        rs.recv[static_cast<size_t>(r)] = S - ring_chunk_bytes(N, vs, n, (r + n - 1) % n);
-      }
-      PhaseTraffic& ag = phase("allgather", nm1, nm1);
-      for (int r = 0; r < n; ++r) {
-        ag.sent[static_cast<size_t>(r)] = S - ring_chunk_bytes(N, vs, n, (r + 1) % n);
-        ag.recv[static_cast<size_t>(r)] = S - ring_chunk_bytes(N, vs, n, r);
-      }
-    } else {
-      phase("reduce_scatter", 0, 0);
-      phase("allgather", 0, 0);
-    }
-    if (p.sparse_out) ring(phase("support", 2 * nm1, 2 * nm1), Rb, 1, true);
-  } else if (scheme == "dense_native") {
-    t.encoding = "dense";
-    phase("densify", 0, 0);
-    // The sum (large: ring) and, for a sparse output, its support bitmap (small: recursive
-    // doubling) in one allreduce_sum_or: one phase.
-    const double sup = p.sparse_out ? 2 * lg : 0.0;
-    PhaseTraffic& ar = phase("allreduce", 2 * nm1 + sup, 2 * nm1 + sup);
-    if (n > 1 && N)
-      for (int r = 0; r < n; ++r) {
-        uint64_t b = 2 * (N * vs - ring_chunk_bytes(N, vs, n, r));
-        if (p.sparse_out) b += 2 * (Rb - ring_chunk_bytes(Rb, 1, n, r));
-        ar.sent[static_cast<size_t>(r)] = ar.recv[static_cast<size_t>(r)] = b;
-      }
-    if (p.sparse_out) phase("extract", 0, 0);
-  } else if (scheme == "allgather") {
-    t.encoding = "coo";
-    const uint64_t e = key_width(R) + D * vs;
-    uint64_t tot = 0;
-    for (uint64_t x : c.k) tot += x;
-    PhaseTraffic& cn = phase("counts", lg, lg);
-    PhaseTraffic& ag = phase("allgatherv", one, nm1);
-    phase("reduce", 0, 0);
-    for (size_t r = 0; r < un; ++r) {
-      cn.sent[r] = cn.recv[r] = 8 * (un - 1);
-      ag.sent[r] = (un - 1) * c.k[r] * e;
-      ag.recv[r] = (tot - c.k[r]) * e;
-    }
-  } else if (scheme == "sparcml") {
-    t.encoding = "coo";
-    const uint64_t e = key_width(R) + D * vs, dense_b = N * vs + (p.sparse_out ? Rb : 0);
-    auto sw = [&](uint64_t k) {
-      return p.opt.sparcml_dense_switch > 0 ? static_cast<double>(k) > p.opt.sparcml_dense_switch * static_cast<double>(R)
-                                            : k * e > dense_b;
-    };
-    bool any_dense = false, any_sparse = false;
-    auto bytes = [&](uint64_t k) {
-      const bool d = sw(k);
-      (d ? any_dense : any_sparse) = true;
-      return 8 + (d ? dense_b : k * e);
-    };
-    const int P = sparcml_ranks(n);
-    int L = 0;
-    while ((1 << L) < P) ++L;
-    ZEN_ENFORCE(c.sc_state.size() == static_cast<size_t>(L) + 1, "cost model: counts lack SparCML's state sizes");
-    if (P < n) {
-      PhaseTraffic& f = phase("fold", 1, 1);
-      for (int r = P; r < n; ++r) {
-        const uint64_t b = bytes(c.k[static_cast<size_t>(r)]);
-        f.sent[static_cast<size_t>(r)] += b;
-        f.recv[static_cast<size_t>(r - P)] += b;
-      }
-    }
-    for (int s = 0; s < L; ++s) {
-      const std::string name = "stage" + std::to_string(s);
-      PhaseTraffic& st = phase(name.c_str(), 2, 2);
-      const auto& sz = c.sc_state[static_cast<size_t>(s)];
-      for (int r = 0; r < P; ++r) {
-        st.sent[static_cast<size_t>(r)] += bytes(sz[static_cast<size_t>(r)]);
-        st.recv[static_cast<size_t>(r)] += bytes(sz[static_cast<size_t>(r ^ (1 << s))]);
-      }
-    }
-    if (P < n) {
-      PhaseTraffic& u = phase("unfold", 1, 1);
-      for (int r = P; r < n; ++r) {
-        const uint64_t b = bytes(c.sc_state[static_cast<size_t>(L)][static_cast<size_t>(r - P)]);
-        u.sent[static_cast<size_t>(r - P)] += b;
-        u.recv[static_cast<size_t>(r)] += b;
-      }
-    }
-    for (int r = 0; r < n && !any_dense; ++r) any_dense = sw(c.k[static_cast<size_t>(r)]);
-    t.encoding = any_dense ? (any_sparse ? "coo+dense" : "dense") : "coo";
-  } else if (scheme == "omnireduce") {
-    ZEN_ENFORCE(c.has_omnireduce(), "cost model: OmniReduce needs the exact block sets (sample stride 1)");
-    t.encoding = "block";
-    const uint64_t BR = std::max<uint64_t>(1, p.opt.block_size / D), NB = (R + BR - 1) / BR;
-    auto mbytes = [&](int o) { return (part_begin(NB, n, o + 1) - part_begin(NB, n, o) + 7) / 8; };
-    auto vbytes = [&](uint64_t rows, uint64_t mask) { return (p.sparse_out ? mask : 0) + rows * D * vs; };
-    PhaseTraffic& pb = phase("push_bitmap", one, nm1);
-    PhaseTraffic& pu = phase("push", one, nm1);
-    PhaseTraffic& lb = phase("pull_bitmap", one, nm1);
-    PhaseTraffic& pl = phase("pull", one, nm1);
-    for (int r = 0; r < n; ++r) {
-      const auto ur = static_cast<size_t>(r);
-      for (int o = 0; o < n; ++o) {
-        if (o == r) continue;
-        const auto uo = static_cast<size_t>(o);
-        pb.sent[ur] += mbytes(o);
-        pb.recv[ur] += mbytes(r);
-        lb.sent[ur] += 8 + mbytes(r);
-        lb.recv[ur] += 8 + mbytes(o);
-        pl.sent[ur] += vbytes(c.om_V_rows[ur], c.om_V_mask[ur]);
-        pl.recv[ur] += vbytes(c.om_V_rows[uo], c.om_V_mask[uo]);
-        const uint64_t b = vbytes(c.om_rows[ur][uo], c.om_mask[ur][uo]);
-        pu.sent[ur] += b;
-        pu.recv[uo] += b;
-      }
-    }
-  } else {  // balanced, sparse_ps: counts, push, meta, pull
-    const bool bal = scheme == "balanced";
-    const Partitioner part = Partitioner::make(R, static_cast<uint32_t>(n), p.opt.seed);
-    auto m = [&](int o) {
-      return bal ? part.owner_size(static_cast<uint32_t>(o)) : part_begin(R, n, o + 1) - part_begin(R, n, o);
-    };
-    const auto& push = bal ? c.bal_push : c.ps_push;
-    const auto& Ko = bal ? c.bal_K : c.ps_K;
-    ZEN_ENFORCE(push.size() == un && Ko.size() == un, "cost model: counts lack the per-owner loads");
-    const uint64_t iw = key_width(m(0)), rb = D * vs;
-    // Pull message of owner o and push message r -> o: index part by the schemes' rules (owner_stage.hpp).
-    std::vector<uint64_t> P(un);
-    std::vector<uint8_t> encs(un);
-    for (int o = 0; o < n; ++o) {
-      const uint64_t K = Ko[static_cast<size_t>(o)];
-      encs[static_cast<size_t>(o)] = plan::pick_encoding(p.opt.pull, m(o), K, iw);
-      P[static_cast<size_t>(o)] = plan::index_part_bytes(encs[static_cast<size_t>(o)], m(o), K, iw) + K * rb;
-    }
-    t.encoding = plan::encodings_name(encs.data(), n, -1);
-    auto push_bytes = [&](int o, uint64_t K) {
-      return plan::index_part_bytes(plan::pick_push_encoding(p.opt.push, m(o), K, iw, rb), m(o), K, iw) + K * rb;
-    };
-    if (bal) phase("hash", 0, 0);
-    PhaseTraffic& cn = phase("counts", lg, lg);
-    if (bal) phase("encode", 0, 0);
-    PhaseTraffic& pu = phase("push", one, nm1);
-    if (bal) phase("aggregate", 0, 0);
-    PhaseTraffic& me = phase("meta", lg, lg);
-    if (bal) phase("encode", 0, 0);
-    PhaseTraffic& pl = phase("pull", one, nm1);
-    if (bal) phase("decode", 0, 0);
-    for (int r = 0; r < n; ++r) {
-      const auto ur = static_cast<size_t>(r);
-      cn.sent[ur] = cn.recv[ur] = 8 * (un - 1);
-      me.sent[ur] = me.recv[ur] = 24 * (un - 1);
-      pl.sent[ur] = (un - 1) * P[ur];
-      for (int o = 0; o < n; ++o) {
-        if (o == r) continue;
-        const auto uo = static_cast<size_t>(o);
-        pl.recv[ur] += P[uo];
-        const uint64_t b = push_bytes(o, push[ur][uo]);
-        pu.sent[ur] += b;
-        pu.recv[uo] += b;
-      }
-    }
-  }
+  t.sent.assign(static_cast<size_t>(p.n), 0);
+  t.recv.assign(static_cast<size_t>(p.n), 0);
+  TrafficBuilder b(p, c, t);
+  row->traffic(b);  // the scheme's own model, defined with its row
   for (const auto& ph : t.phases)
-    for (size_t r = 0; r < un; ++r) {
+    for (size_t r = 0; r < t.sent.size(); ++r) {
       t.sent[r] += ph.sent[r];
       t.recv[r] += ph.recv[r];
     }
@@ -419,32 +222,10 @@ Traffic traffic(const std::string& scheme, const Problem& p, const Counts& c) {
 }
 
 double work_rows(const std::string& scheme, const Problem& p, const Counts& c) {
-  const auto un = static_cast<size_t>(p.n);
+  const detail::SchemeRow* row = detail::find_scheme(scheme);
+  ZEN_ENFORCE(row, "cost model: unknown scheme '" + scheme + "'");
   double worst = 0;
-  uint64_t tot = 0;
-  for (uint64_t x : c.k) tot += x;
-  for (size_t r = 0; r < un; ++r) {
-    double w = 0;
-    if (scheme == "dense" || scheme == "dense_native") {
-      w = static_cast<double>(c.k[r]) + static_cast<double>(p.rows);  // densify + reduce every row
-    } else if (scheme == "allgather") {
-      w = static_cast<double>(c.k[r] + tot);
-    } else if (scheme == "sparcml") {
-      w = static_cast<double>(c.k[r]);
-      for (const auto& st : c.sc_state) w += static_cast<double>(st[std::min(r, st.size() - 1)]);
-    } else if (scheme == "omnireduce") {
-      w = static_cast<double>(c.k[r]);
-      if (c.has_omnireduce()) {
-        for (size_t q = 0; q < un; ++q) w += static_cast<double>(c.om_rows[q][r]);
-        for (size_t o = 0; o < un; ++o) w += static_cast<double>(c.om_V_rows[o]);
-      }
-    } else {  // balanced, sparse_ps: input, the owner's received rows, every result row
-      const auto& push = scheme == "balanced" ? c.bal_push : c.ps_push;
-      w = static_cast<double>(c.k[r] + c.K);
-      for (size_t q = 0; q < un; ++q) w += static_cast<double>(push[q][r]);
-    }
-    worst = std::max(worst, w);
-  }
+  for (size_t r = 0; r < static_cast<size_t>(p.n); ++r) worst = std::max(worst, row->work(p, c, r));
   return worst;
 }
 

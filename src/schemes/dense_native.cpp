@@ -8,6 +8,7 @@
 
 #include "owner_stage.hpp"
 #include "plan_util.hpp"
+#include "scheme_row.hpp"
 #include "zen/encode/bitmap.hpp"
 #include "zen/schemes/scheme.hpp"
 
@@ -18,14 +19,10 @@ struct Workspace : plan::DenseWorkspace {
   std::vector<uint64_t> support;  ///< R bits: the local, then the global row support
 };
 
-class DenseNative final : public SparseAllreduce {
+class DenseNative : public plan::Named<DenseNative, Workspace> {
  public:
-  ~DenseNative() override { quiesce(); }  // pending non-blocking calls finish before the members go
-  DenseNative(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
-      : SparseAllreduce(c, s, o), ws_(std::make_shared<Workspace>()) {
-    holder_ = ws_;
-  }
-  const char* name() const override { return "dense_native"; }
+  using Named::Named;
+  static constexpr const char* kName = "dense_native";
 
  protected:
   void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
@@ -124,13 +121,34 @@ class DenseNative final : public SparseAllreduce {
     }
   }
 
-  std::shared_ptr<Workspace> ws_;
 };
+
+void dense_native_traffic(model::TrafficBuilder& b) {
+  const int n = b.n;
+  const uint64_t N = b.N, vs = b.vs, Rb = b.Rb;
+  b.t.encoding = "dense";
+  b.phase("densify", 0, 0);
+  // The sum (large: ring) and, for a sparse output, its support bitmap (small: recursive
+  // doubling) in one allreduce_sum_or: one phase.
+  const double sup = b.p.sparse_out ? 2 * b.lg : 0.0;
+  model::PhaseTraffic& ar = b.phase("allreduce", 2 * b.nm1 + sup, 2 * b.nm1 + sup);
+  if (n > 1 && N)
+    for (int r = 0; r < n; ++r) {
+      uint64_t x = 2 * (N * vs - ring_chunk_bytes(N, vs, n, r));
+      if (b.p.sparse_out) x += 2 * (Rb - ring_chunk_bytes(Rb, 1, n, r));
+      ar.sent[static_cast<size_t>(r)] = ar.recv[static_cast<size_t>(r)] = x;
+    }
+  if (b.p.sparse_out) b.phase("extract", 0, 0);
+}
+
+double dense_native_work(const model::Problem& p, const model::Counts& c, size_t r) {
+  return static_cast<double>(c.k[r]) + static_cast<double>(p.rows);  // densify + reduce every row
+}
 
 }  // namespace
 
-std::unique_ptr<SparseAllreduce> make_dense_native(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return std::make_unique<DenseNative>(c, s, o);
-}
+namespace detail {
+extern const SchemeRow dense_native_row{DenseNative::kName, plan::factory<DenseNative>, dense_native_traffic, dense_native_work, /*auto_position=*/5, detail::kDense};
+}  // namespace detail
 
 }  // namespace zen

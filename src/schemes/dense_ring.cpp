@@ -7,6 +7,7 @@
 
 #include "baseline_util.hpp"
 #include "plan_util.hpp"
+#include "scheme_row.hpp"
 #include "zen/schemes/scheme.hpp"
 
 namespace zen {
@@ -16,20 +17,14 @@ struct Workspace : plan::DenseWorkspace {
   baseline::RingScratch ring;
 };
 
-class DenseRing final : public SparseAllreduce {
+class DenseRing : public plan::Typed<DenseRing, Workspace> {
  public:
-  ~DenseRing() override { quiesce(); }  // pending non-blocking calls finish before the members go
-  DenseRing(Communicator& c, const TensorSpec& s, const SchemeOptions& o) : SparseAllreduce(c, s, o), ws_(std::make_shared<Workspace>()) {
-    holder_ = ws_;
-  }
-  const char* name() const override { return "dense"; }
-
- protected:
-  void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
-    dispatch_dtype(spec_.dtype, [&](auto tag) { run_typed<decltype(tag)>(in, sparse_out, dense_out); });
-  }
+  DenseRing(Communicator& c, const TensorSpec& s, const SchemeOptions& o) : Typed(c, s, o) {}
+  static constexpr const char* kName = "dense";
 
  private:
+  friend plan::Access;
+
   template <typename T>
   void run_typed(const SparseView& in, SparseTensor* sparse_out, void* dense_out) {
     Workspace& w = *ws_;
@@ -67,13 +62,39 @@ class DenseRing final : public SparseAllreduce {
     baseline::dense_with_support_to_sparse(buf, bm, spec_, *sparse_out);
   }
 
-  std::shared_ptr<Workspace> ws_;
 };
+
+void dense_ring_traffic(model::TrafficBuilder& b) {
+  const int n = b.n;
+  const uint64_t N = b.N, vs = b.vs;
+  b.t.encoding = "dense";
+  if (n > 1) {
+    const uint64_t S = N * vs;
+    model::PhaseTraffic& rs = b.phase("reduce_scatter", b.nm1, b.nm1);
+    for (int r = 0; r < n; ++r) {
+      rs.sent[static_cast<size_t>(r)] = S - ring_chunk_bytes(N, vs, n, r);
+      rs.recv[static_cast<size_t>(r)] = S - ring_chunk_bytes(N, vs, n, (r + n - 1) % n);
+    }
+    model::PhaseTraffic& ag = b.phase("allgather", b.nm1, b.nm1);
+    for (int r = 0; r < n; ++r) {
+      ag.sent[static_cast<size_t>(r)] = S - ring_chunk_bytes(N, vs, n, (r + 1) % n);
+      ag.recv[static_cast<size_t>(r)] = S - ring_chunk_bytes(N, vs, n, r);
+    }
+  } else {
+    b.phase("reduce_scatter", 0, 0);
+    b.phase("allgather", 0, 0);
+  }
+  if (b.p.sparse_out) b.ring(b.phase("support", 2 * b.nm1, 2 * b.nm1), b.Rb, 1, true);
+}
+
+double dense_work(const model::Problem& p, const model::Counts& c, size_t r) {
+  return static_cast<double>(c.k[r]) + static_cast<double>(p.rows);  // densify + reduce every row
+}
 
 }  // namespace
 
-std::unique_ptr<SparseAllreduce> make_dense_ring(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return std::make_unique<DenseRing>(c, s, o);
-}
+namespace detail {
+extern const SchemeRow dense_ring_row{DenseRing::kName, plan::factory<DenseRing>, dense_ring_traffic, dense_work, /*auto_position=*/detail::kNotAuto, detail::kDense};
+}  // namespace detail
 
 }  // namespace zen

@@ -1,5 +1,6 @@
 // Hierarchical mode: intra-node dense reduce-scatter, inter-node sparse scheme, intra-node allgather.
 // See include/zen/schemes/hierarchical.hpp and docs/gpu.md ("Hierarchical mode").
+#include "plan_util.hpp"
 #include "zen/schemes/hierarchical.hpp"
 
 #include <algorithm>
@@ -116,12 +117,11 @@ class SubComm final : public Communicator {
 };
 
 // ---------------------------------------------------------------------------------------------
-class Hierarchical final : public SparseAllreduce {
+class Hierarchical : public plan::Typed<Hierarchical> {
  public:
-  ~Hierarchical() override { quiesce(); }  // pending non-blocking calls finish before the members go
   Hierarchical(Communicator& world, Communicator& intra, Communicator& inter, const TensorSpec& spec,
                const SchemeOptions& opt, const std::string& inter_scheme, NodeComms owned)
-      : SparseAllreduce(world, spec, opt), owned_(std::move(owned)), intra_(intra), inter_(inter) {
+      : Typed(world, spec, opt), owned_(std::move(owned)), intra_(intra), inter_(inter) {
     const std::string where = "rank " + std::to_string(world.rank()) + " hierarchical setup: ";
     ZEN_ENFORCE(intra.memory_space() == MemSpace::Host && inter.memory_space() == MemSpace::Host,
                 where + "sub-communicators must be host backends");
@@ -143,14 +143,11 @@ class Hierarchical final : public SparseAllreduce {
     TensorSpec cs{mine * spec.row_width, spec.row_width, spec.dtype};
     inner_ = make_scheme(inter_scheme, inter, cs, opt_);
   }
-  const char* name() const override { return "hierarchical"; }
-
- protected:
-  void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
-    dispatch_dtype(spec_.dtype, [&](auto tag) { run_typed<decltype(tag)>(in, sparse_out, dense_out); });
-  }
+  static constexpr const char* kName = "hierarchical";
 
  private:
+  friend plan::Access;
+
   uint64_t chunk_rows(int j) const { return lo_[j + 1] - lo_[j]; }
   int chunk_of(uint64_t row) const {
     return static_cast<int>(std::upper_bound(lo_.begin(), lo_.end(), row) - lo_.begin()) - 1;
@@ -373,7 +370,7 @@ std::unique_ptr<SparseAllreduce> make_hierarchical(Communicator& world, const Te
   return detail::setup_in_order(world, [&]() -> std::unique_ptr<SparseAllreduce> {
     Communicator& intra = *c.intra;
     Communicator& inter = *c.inter;
-    return std::make_unique<Hierarchical>(world, intra, inter, spec, opt, hopt.inter_scheme, std::move(c));
+    return plan::make_plan<Hierarchical>(world, intra, inter, spec, opt, hopt.inter_scheme, std::move(c));
   });
 }
 
@@ -382,7 +379,7 @@ std::unique_ptr<SparseAllreduce> make_hierarchical(Communicator& world, Communic
                                                    const std::string& inter_scheme) {
   for (Communicator* c : {&world, &intra, &inter}) detail::require_host_memory(*c, "make_hierarchical", "hierarchical");
   return detail::setup_in_order(world, [&]() -> std::unique_ptr<SparseAllreduce> {
-    return std::make_unique<Hierarchical>(world, intra, inter, spec, opt, inter_scheme, NodeComms{});
+    return plan::make_plan<Hierarchical>(world, intra, inter, spec, opt, inter_scheme, NodeComms{});
   });
 }
 

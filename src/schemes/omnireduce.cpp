@@ -10,30 +10,28 @@
 #include <cstring>
 
 #include "baseline_util.hpp"
+#include "plan_util.hpp"
+#include "scheme_row.hpp"
 #include "zen/error.hpp"
 #include "zen/schemes/scheme.hpp"
 
 namespace zen {
 namespace {
 
-class OmniReduce final : public SparseAllreduce {
+class OmniReduce : public plan::Typed<OmniReduce> {
  public:
-  ~OmniReduce() override { quiesce(); }  // pending non-blocking calls finish before the members go
-  OmniReduce(Communicator& c, const TensorSpec& s, const SchemeOptions& o) : SparseAllreduce(c, s, o) {
+  OmniReduce(Communicator& c, const TensorSpec& s, const SchemeOptions& o) : Typed(c, s, o) {
     ZEN_ENFORCE(opt_.block_size >= 1, "rank " + std::to_string(c.rank()) + " omnireduce: block size " +
                                           std::to_string(opt_.block_size) + " must be >= 1");
     R_ = s.dense_len / s.row_width;
     BR_ = std::max<uint64_t>(1, opt_.block_size / s.row_width);
     NB_ = (R_ + BR_ - 1) / BR_;
   }
-  const char* name() const override { return "omnireduce"; }
-
- protected:
-  void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
-    dispatch_dtype(spec_.dtype, [&](auto tag) { run_typed<decltype(tag)>(in, sparse_out, dense_out); });
-  }
+  static constexpr const char* kName = "omnireduce";
 
  private:
+  friend plan::Access;
+
   uint64_t block_rows(uint64_t b) const { return std::min(BR_, R_ - b * BR_); }
   uint64_t blo(int o) const { return baseline::range_begin(NB_, comm_.size(), o); }
   size_t block_bytes(uint64_t b, bool masks, size_t rowb) const {
@@ -237,10 +235,52 @@ class OmniReduce final : public SparseAllreduce {
   uint64_t R_ = 0, BR_ = 1, NB_ = 0;
 };
 
+void omnireduce_traffic(model::TrafficBuilder& b) {
+  const auto& p = b.p;
+  const auto& c = b.c;
+  const int n = b.n;
+  const uint64_t D = b.D, vs = b.vs, R = b.R;
+  ZEN_ENFORCE(c.has_omnireduce(), "cost model: OmniReduce needs the exact block sets (sample stride 1)");
+  b.t.encoding = "block";
+  const uint64_t BR = std::max<uint64_t>(1, p.opt.block_size / D), NB = (R + BR - 1) / BR;
+  auto mbytes = [&](int o) { return (model::part_begin(NB, n, o + 1) - model::part_begin(NB, n, o) + 7) / 8; };
+  auto vbytes = [&](uint64_t rows, uint64_t mask) { return (p.sparse_out ? mask : 0) + rows * D * vs; };
+  model::PhaseTraffic& pb = b.phase("push_bitmap", b.one, b.nm1);
+  model::PhaseTraffic& pu = b.phase("push", b.one, b.nm1);
+  model::PhaseTraffic& lb = b.phase("pull_bitmap", b.one, b.nm1);
+  model::PhaseTraffic& pl = b.phase("pull", b.one, b.nm1);
+  for (int r = 0; r < n; ++r) {
+    const auto ur = static_cast<size_t>(r);
+    for (int o = 0; o < n; ++o) {
+      if (o == r) continue;
+      const auto uo = static_cast<size_t>(o);
+      pb.sent[ur] += mbytes(o);
+      pb.recv[ur] += mbytes(r);
+      lb.sent[ur] += 8 + mbytes(r);
+      lb.recv[ur] += 8 + mbytes(o);
+      pl.sent[ur] += vbytes(c.om_V_rows[ur], c.om_V_mask[ur]);
+      pl.recv[ur] += vbytes(c.om_V_rows[uo], c.om_V_mask[uo]);
+      const uint64_t x = vbytes(c.om_rows[ur][uo], c.om_mask[ur][uo]);
+      pu.sent[ur] += x;
+      pu.recv[uo] += x;
+    }
+  }
+}
+
+double omnireduce_work(const model::Problem& p, const model::Counts& c, size_t r) {
+  const auto un = static_cast<size_t>(p.n);
+  double w = static_cast<double>(c.k[r]);
+  if (c.has_omnireduce()) {
+    for (size_t q = 0; q < un; ++q) w += static_cast<double>(c.om_rows[q][r]);
+    for (size_t o = 0; o < un; ++o) w += static_cast<double>(c.om_V_rows[o]);
+  }
+  return w;
+}
+
 }  // namespace
 
-std::unique_ptr<SparseAllreduce> make_omnireduce(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return std::make_unique<OmniReduce>(c, s, o);
-}
+namespace detail {
+extern const SchemeRow omnireduce_row{OmniReduce::kName, plan::factory<OmniReduce>, omnireduce_traffic, omnireduce_work, /*auto_position=*/4, detail::kNeedsBlockCounts};
+}  // namespace detail
 
 }  // namespace zen

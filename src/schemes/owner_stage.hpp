@@ -2,7 +2,8 @@
 // The owner side of the two-phase schemes (balanced, sparse_ps), private: sum the pushed
 // (position, row) segments into a compact accumulator over the owner's set, or merge them when they
 // arrive sorted (owner_merge), then write the owner's pull message (COO positions, a presence bitmap
-// or Elias-Fano, then the value rows in position order).
+// or Elias-Fano, then the value rows in position order). What those bytes are (codes, sizes, rules,
+// checks) is the wire format, src/encode/wire.hpp; the stages around this: owner_exchange.hpp.
 //
 // Deterministic: positions are split among the pool's tasks in word-aligned ranges, and each task
 // walks the sources in rank order, so a position's contributions are always added in rank order
@@ -14,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../encode/wire.hpp"
 #include "plan_util.hpp"
 #include "zen/detail/popcount.hpp"
 #include "zen/encode/elias_fano.hpp"
@@ -22,16 +24,6 @@
 
 namespace zen::plan {
 
-template <typename T>
-inline T load_as(const uint8_t* p) {
-  T x;
-  std::memcpy(static_cast<void*>(&x), p, sizeof(T));
-  return x;
-}
-template <typename T>
-inline void store_as(uint8_t* p, T x) {
-  std::memcpy(p, static_cast<const void*>(&x), sizeof(T));
-}
 /// Row operations on value rows that may sit at any byte offset of a message (after 4-byte keys):
 /// plain vectorizable loops through a 1-byte-aligned alias of T where T is float/double, memcpy
 /// conversions for the 16-bit types (accumulated in fp32).
@@ -40,7 +32,7 @@ inline void row_load(A* dst, const uint8_t* src, size_t D) {
   if constexpr (std::is_same_v<A, T>) {
     std::memcpy(dst, src, D * sizeof(T));
   } else {
-    for (size_t c = 0; c < D; ++c) dst[c] = static_cast<A>(load_as<T>(src + c * sizeof(T)));
+    for (size_t c = 0; c < D; ++c) dst[c] = static_cast<A>(wire::load_as<T>(src + c * sizeof(T)));
   }
 }
 template <typename T, typename A>
@@ -50,7 +42,7 @@ inline void row_add(A* __restrict dst, const uint8_t* __restrict src, size_t D) 
     const Unaligned* u = reinterpret_cast<const Unaligned*>(src);
     for (size_t c = 0; c < D; ++c) dst[c] += u[c];
   } else {
-    for (size_t c = 0; c < D; ++c) dst[c] += static_cast<A>(load_as<T>(src + c * sizeof(T)));
+    for (size_t c = 0; c < D; ++c) dst[c] += static_cast<A>(wire::load_as<T>(src + c * sizeof(T)));
   }
 }
 /// Prefetch the cache lines of a row of `bytes` bytes (rows are visited in random order: hide latency).
@@ -96,17 +88,10 @@ inline void row_store(uint8_t* dst, const A* src, size_t D) {
   if constexpr (std::is_same_v<A, T>) {
     std::memcpy(dst, src, D * sizeof(T));
   } else {
-    for (size_t c = 0; c < D; ++c) store_as<T>(dst + c * sizeof(T), static_cast<T>(src[c]));
+    for (size_t c = 0; c < D; ++c) wire::store_as<T>(dst + c * sizeof(T), static_cast<T>(src[c]));
   }
 }
 
-inline uint64_t load_key(const uint8_t* keys, size_t k, size_t isz) {
-  return isz == 4 ? load_as<uint32_t>(keys + 4 * k) : load_as<uint64_t>(keys + 8 * k);
-}
-inline void store_key(uint8_t* keys, size_t k, size_t isz, uint64_t q) {
-  if (isz == 4) store_as<uint32_t>(keys + 4 * k, static_cast<uint32_t>(q));
-  else store_as<uint64_t>(keys + 8 * k, q);
-}
 
 /// Owner accumulator and presence bitmap over m positions, reused across calls. `present` is all
 /// zero between calls (write() clears what accumulate() set; a call that fails in between marks it
@@ -137,96 +122,6 @@ struct Segment {
   uint64_t count = 0;
 };
 
-/// Wire codes of an index part (the owners' meta and the push messages agree on them).
-constexpr uint8_t kEncCoo = 0, kEncBitmap = 1, kEncEf = 2;
-
-inline const char* encoding_name(uint8_t e) { return e == kEncBitmap ? "bitmap" : e == kEncEf ? "ef" : "coo"; }
-
-/// Name of the encodings e[0..n) other than e[skip]: the common one, or "mixed" ("coo" when none).
-inline const char* encodings_name(const uint8_t* e, int n, int skip) {
-  int first = -1;
-  for (int p = 0; p < n; ++p) {
-    if (p == skip) continue;
-    if (first < 0) first = e[p];
-    else if (e[p] != first) return "mixed";
-  }
-  return encoding_name(first < 0 ? kEncCoo : static_cast<uint8_t>(first));
-}
-
-/// Bytes of the index part of K positions out of m in encoding `e`.
-inline size_t index_part_bytes(uint8_t e, uint64_t m, uint64_t K, size_t isz) {
-  if (e == kEncBitmap) return static_cast<size_t>((m + 7) / 8);
-  if (e == kEncEf) return encode::ef_bytes(m, K);
-  return static_cast<size_t>(K) * isz;
-}
-
-/// The pull rule: a forced encoding, or (Auto) the smallest index part, ties to the simpler code.
-inline uint8_t pick_encoding(IndexEncoding opt, uint64_t m, uint64_t K, size_t isz) {
-  if (opt == IndexEncoding::Coo) return kEncCoo;
-  if (opt == IndexEncoding::Bitmap) return kEncBitmap;
-  if (opt == IndexEncoding::EliasFano) return kEncEf;
-  uint8_t best = kEncCoo;
-  size_t b = index_part_bytes(kEncCoo, m, K, isz);
-  for (uint8_t e : {kEncBitmap, kEncEf}) {
-    const size_t x = index_part_bytes(e, m, K, isz);
-    if (x < b) {
-      best = e;
-      b = x;
-    }
-  }
-  return best;
-}
-
-/// The push rule: Auto keeps COO unless a sorted encoding saves at least 1/8 of the message of K
-/// rows of rb bytes (the sender may have to sort its keys for it); forced encodings as in the pull.
-/// Owner sets of more than 2^32 positions always push COO.
-inline uint8_t pick_push_encoding(IndexEncoding opt, uint64_t m, uint64_t K, size_t isz, size_t rb) {
-  if (m > (uint64_t{1} << 32)) return kEncCoo;  // balanced sorts (position << 32 | row) records
-  const uint8_t e = pick_encoding(opt, m, K, isz);
-  if (opt != IndexEncoding::Auto || e == kEncCoo) return e;
-  const size_t coo = static_cast<size_t>(K) * (isz + rb), alt = index_part_bytes(e, m, K, isz) + static_cast<size_t>(K) * rb;
-  return (coo - alt) * 8 >= coo ? e : kEncCoo;
-}
-
-/// Write the index part of K ascending positions pos(0..K-1) < m in encoding e (COO: isz-byte keys).
-template <typename G>
-void write_index_part(uint8_t e, uint8_t* out, uint64_t m, uint64_t K, size_t isz, G&& pos) {
-  if (e == kEncBitmap) {
-    const size_t nb = static_cast<size_t>((m + 7) / 8);
-    if (nb) std::memset(out, 0, nb);
-    for (uint64_t j = 0; j < K; ++j) {
-      const uint64_t q = pos(j);
-      out[q >> 3] = static_cast<uint8_t>(out[q >> 3] | (1u << (q & 7)));
-    }
-  } else if (e == kEncEf) {
-    encode::EliasFanoWriter w(out, m, K);
-    for (uint64_t j = 0; j < K; ++j) w.push(pos(j));
-    w.finish();
-  } else {
-    for (uint64_t j = 0; j < K; ++j) store_key(out, j, isz, pos(j));
-  }
-}
-
-/// Validate a received bitmap / Elias-Fano index part of K positions out of m and decode it into K
-/// keys of isz bytes. False when it is malformed (wrong count, padding, order, range).
-inline bool decode_index_part(uint8_t e, const uint8_t* in, uint64_t m, uint64_t K, size_t isz, uint8_t* keys) {
-  if (e == kEncEf)
-    return encode::ef_check_frame(in, encode::ef_bytes(m, K), m, K) &&
-           encode::ef_for_each_checked(in, m, K, [&](uint64_t q, uint64_t j) { store_key(keys, j, isz, q); });
-  const size_t nb = static_cast<size_t>((m + 7) / 8), words = (nb + 7) / 8;
-  if (m % 8 && (in[m / 8] >> (m % 8))) return false;
-  uint64_t j = 0;
-  for (size_t i = 0; i < words; ++i) {
-    uint64_t x = 0;
-    std::memcpy(&x, in + i * 8, nb - i * 8 < 8 ? nb - i * 8 : 8);
-    while (x) {
-      if (j == K) return false;
-      store_key(keys, j++, isz, i * 64 + static_cast<uint64_t>(__builtin_ctzll(x)));
-      x &= x - 1;
-    }
-  }
-  return j == K;
-}
 
 /// The received push segments of an owner with a set of m positions: segment p starts at seg[p]
 /// (the own one included) with count[p] rows, an index part of ib[p] bytes in code enc[p], then the
@@ -236,14 +131,14 @@ inline void received_segments(int n, int me, const uint8_t* const* seg, const ui
                               const size_t* ib, uint64_t m, size_t isz, std::vector<uint8_t>& scratch, Segment* segs,
                               const char* scheme) {
   size_t decoded = 0;
-  for (int p = 0; p < n; ++p) decoded += enc[p] != kEncCoo ? count[p] : 0;
+  for (int p = 0; p < n; ++p) decoded += enc[p] != wire::kEncCoo ? count[p] : 0;
   uint8_t* rk = grow(scratch, decoded * isz);
   for (int p = 0; p < n; ++p) {
     const uint8_t* keys = seg[p];
-    if (enc[p] != kEncCoo) {
-      if (!decode_index_part(enc[p], seg[p], m, count[p], isz, rk))
+    if (enc[p] != wire::kEncCoo) {
+      if (!wire::decode_index_part(enc[p], seg[p], m, count[p], isz, rk))
         ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " " + scheme + " push: peer " + std::to_string(p) +
-                                            " sent a malformed " + encoding_name(enc[p]) + " index part for " +
+                                            " sent a malformed " + wire::encoding_name(enc[p]) + " index part for " +
                                             std::to_string(count[p]) + " rows over a set of " + std::to_string(m));
       keys = rk;
       rk += count[p] * isz;
@@ -264,7 +159,7 @@ uint64_t owner_accumulate(OwnerState& st, const Segment* segs, int n, size_t isz
   for (int src = 0; src < n; ++src) {
     received += segs[src].count;
     for (size_t k = 0; k < segs[src].count; ++k) {
-      const uint64_t q = load_key(segs[src].keys, k, isz);
+      const uint64_t q = wire::load_key(segs[src].keys, k, isz);
       if (q >= m)
         ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " " + scheme + " push: peer " + std::to_string(src) +
                                             " sent position " + std::to_string(q) + " outside owner set of size " +
@@ -279,7 +174,7 @@ uint64_t owner_accumulate(OwnerState& st, const Segment* segs, int n, size_t isz
     size_t o = 0;
     for (int src = 0; src < n; ++src)
       for (size_t k = 0; k < segs[src].count; ++k)
-        kv[o++] = KV{load_key(segs[src].keys, k, isz), (static_cast<uint64_t>(src) << 40) | k};
+        kv[o++] = KV{wire::load_key(segs[src].keys, k, isz), (static_cast<uint64_t>(src) << 40) | k};
     st.sorter.sort(st.kv, st.kv_tmp, received, bits_for(m), &tp);
     kv = st.kv.data();
     uint64_t K = 0;
@@ -297,9 +192,9 @@ uint64_t owner_accumulate(OwnerState& st, const Segment* segs, int n, size_t isz
       while (e < received && kv[e].key == kv[i].key) ++e;
       spos[j] = kv[i].key;
       for (size_t c = 0; c < D; ++c) {
-        A a = static_cast<A>(load_as<T>(row(kv[i].val) + c * vs));
-        for (size_t x = i + 1; x < e; ++x) a += static_cast<A>(load_as<T>(row(kv[x].val) + c * vs));
-        store_as<T>(svals + j * rb + c * vs, static_cast<T>(a));
+        A a = static_cast<A>(wire::load_as<T>(row(kv[i].val) + c * vs));
+        for (size_t x = i + 1; x < e; ++x) a += static_cast<A>(wire::load_as<T>(row(kv[x].val) + c * vs));
+        wire::store_as<T>(svals + j * rb + c * vs, static_cast<T>(a));
       }
       ++j;
       i = e;
@@ -325,10 +220,10 @@ uint64_t owner_accumulate(OwnerState& st, const Segment* segs, int n, size_t isz
       const uint8_t* rows = segs[src].rows;
       for (size_t k = 0; k < cnt; ++k) {
         if (k + kPrefetchAhead < cnt) {
-          const uint64_t qa = load_key(keys, k + kPrefetchAhead, isz);
+          const uint64_t qa = wire::load_key(keys, k + kPrefetchAhead, isz);
           if (qa >= lo && qa < hi) prefetch_row(acc + qa * D, D * sizeof(A), true);
         }
-        const uint64_t q = load_key(keys, k, isz);
+        const uint64_t q = wire::load_key(keys, k, isz);
         if (q < lo || q >= hi) continue;
         A* a = acc + q * D;
         const uint8_t* v = rows + k * rb;
@@ -371,7 +266,7 @@ size_t merge2_scalar(const uint64_t* __restrict ck, const A* __restrict cv, size
   size_t i = 0, j = 0, o = 0;
   while (i < cn && j < nb) {
     const uint64_t a = ck[i];
-    const uint64_t b = KS == 4 ? load_as<uint32_t>(bk + 4 * j) : load_as<uint64_t>(bk + 8 * j);
+    const uint64_t b = KS == 4 ? wire::load_as<uint32_t>(bk + 4 * j) : wire::load_as<uint64_t>(bk + 8 * j);
     const U ta = static_cast<U>(a <= b), tb = static_cast<U>(b <= a);
     const U ma = U{0} - ta, mb = U{0} - tb;
     U ua, ub;
@@ -400,7 +295,7 @@ void load_rows(const uint8_t* keys, size_t isz, const uint8_t* rows, size_t kb, 
                A* nv, size_t D, size_t rb) {
   const size_t cnt = nb - j0;
   if (isz == 4) {
-    for (size_t j = 0; j < cnt; ++j) nk[j] = load_as<uint32_t>(keys + 4 * (kb + j));
+    for (size_t j = 0; j < cnt; ++j) nk[j] = wire::load_as<uint32_t>(keys + 4 * (kb + j));
   } else {
     std::memcpy(nk, keys + 8 * kb, cnt * 8);
   }
@@ -408,7 +303,7 @@ void load_rows(const uint8_t* keys, size_t isz, const uint8_t* rows, size_t kb, 
   if constexpr (std::is_same_v<A, T>) {
     std::memcpy(nv, src, cnt * rb);
   } else {
-    for (size_t k = 0; k < cnt * D; ++k) nv[k] = static_cast<A>(load_as<T>(src + k * sizeof(T)));
+    for (size_t k = 0; k < cnt * D; ++k) nv[k] = static_cast<A>(wire::load_as<T>(src + k * sizeof(T)));
   }
 }
 
@@ -454,7 +349,7 @@ uint64_t owner_merge(OwnerState& st, const Segment* segs, int n, size_t isz, siz
       if (t == ut) a = b;
       while (a < b) {
         const uint64_t mid = a + (b - a) / 2;
-        if (load_key(segs[s].keys, mid, isz) < lo) a = mid + 1;
+        if (wire::load_key(segs[s].keys, mid, isz) < lo) a = mid + 1;
         else b = mid;
       }
       bound[t * un + s] = t ? std::max(a, bound[(t - 1) * un + s]) : 0;  // monotone whatever the keys
@@ -471,10 +366,10 @@ uint64_t owner_merge(OwnerState& st, const Segment* segs, int n, size_t isz, siz
     for (size_t s = 0; s < un && bad[t] == kNone; ++s) {
       const size_t b = bound[t * un + s], e = bound[(t + 1) * un + s];
       if (b == e) continue;
-      uint64_t prev = load_key(segs[s].keys, b, isz);
+      uint64_t prev = wire::load_key(segs[s].keys, b, isz);
       bool ok = prev >= lo;
       for (size_t j = b + 1; j < e; ++j) {
-        const uint64_t q = load_key(segs[s].keys, j, isz);
+        const uint64_t q = wire::load_key(segs[s].keys, j, isz);
         ok &= q > prev;
         prev = q;
       }
@@ -490,8 +385,8 @@ uint64_t owner_merge(OwnerState& st, const Segment* segs, int n, size_t isz, siz
       const size_t b0 = bound[t * un + s], nb = bound[(t + 1) * un + s] - b0;
       const uint8_t* keys = segs[s].keys;
       const uint8_t* rows = segs[s].rows + b0 * rb;
-      auto bkey = [&](size_t j) { return load_key(keys, b0 + j, isz); };
-      auto bval = [&](size_t j, size_t c) { return static_cast<A>(load_as<T>(rows + j * rb + c * vs)); };
+      auto bkey = [&](size_t j) { return wire::load_key(keys, b0 + j, isz); };
+      auto bval = [&](size_t j, size_t c) { return static_cast<A>(wire::load_as<T>(rows + j * rb + c * vs)); };
       size_t i = 0, j = 0, o = 0;
       if constexpr (std::is_same_v<A, T>) {
         if (D == 1 && isz == 4) o = merge2_scalar<A, 4>(ck, cv, cn, keys + b0 * 4, rows, nb, nk, nv, i, j);
@@ -564,14 +459,14 @@ uint64_t owner_merge(OwnerState& st, const Segment* segs, int n, size_t isz, siz
 /// the presence bits.
 template <typename T>
 void owner_write(OwnerState& st, size_t isz, size_t D, uint8_t enc, uint8_t* msg, detail::ThreadPool& tp) {
-  const bool bitmap = enc == kEncBitmap;
+  const bool bitmap = enc == wire::kEncBitmap;
   using A = typename accum_of<T>::type;
   const size_t vs = sizeof(T), rb = D * vs;
   const uint64_t m = st.m, K = st.K;
-  const size_t ib = index_part_bytes(enc, m, K, isz);
+  const size_t ib = wire::index_part_bytes(enc, m, K, isz);
   if (st.sparse) {
     const uint64_t* sp = st.spos.data();
-    write_index_part(enc, msg, m, K, isz, [&](uint64_t k) { return sp[k]; });
+    wire::write_index_part(enc, msg, m, K, isz, [&](uint64_t k) { return sp[k]; });
     if (K) std::memcpy(msg + ib, st.svals.data(), K * rb);
     return;
   }
@@ -581,7 +476,7 @@ void owner_write(OwnerState& st, size_t isz, size_t D, uint8_t enc, uint8_t* msg
   const size_t bitmap_b = static_cast<size_t>((m + 7) / 8);
   uint8_t* vout = msg + ib;
   if (bitmap && bitmap_b) std::memcpy(msg, present, bitmap_b);  // LSB-first: little-endian words
-  if (enc == kEncEf) {  // one pass over the presence words (read only: the value pass clears them)
+  if (enc == wire::kEncEf) {  // one pass over the presence words (read only: the value pass clears them)
     encode::EliasFanoWriter w(msg, m, K);
     for (size_t i = 0; i < words; ++i)
       for (uint64_t x = present[i]; x; x &= x - 1) w.push(i * 64 + static_cast<uint64_t>(__builtin_ctzll(x)));
@@ -607,64 +502,13 @@ void owner_write(OwnerState& st, size_t isz, size_t D, uint8_t enc, uint8_t* msg
       while (x) {
         const uint64_t q = i * 64 + static_cast<uint64_t>(__builtin_ctzll(x));
         x &= x - 1;
-        if (enc == kEncCoo) store_key(msg, o, isz, q);
+        if (enc == wire::kEncCoo) wire::store_key(msg, o, isz, q);
         row_store<T>(vout + o * rb, acc + q * D, D);
         ++o;
       }
     }
   });
   st.dirty = false;
-}
-
-/// Check an owner's pull message of `K` rows over `m` positions: a bitmap must have exactly K bits
-/// set and clear padding; COO positions must be < m; Elias-Fano must pass ef_check_frame (its order
-/// and range are checked while for_positions decodes it). Throws InvalidUsage naming the owner.
-inline void check_pull_message(const uint8_t* msg, uint8_t enc, uint64_t m, uint64_t K, size_t isz, int me, int owner,
-                               const char* scheme) {
-  bool ok = true;
-  const bool bitmap = enc == kEncBitmap;
-  if (enc > kEncEf) {
-    ok = false;
-  } else if (enc == kEncEf) {
-    ok = encode::ef_check_frame(msg, encode::ef_bytes(m, K), m, K);  // order and range: for_positions
-  } else if (bitmap) {
-    const size_t nb = static_cast<size_t>((m + 7) / 8);
-    ok = detail::popcount_bytes(msg, nb) == K && !(m % 8 && (msg[m / 8] >> (m % 8)));
-  } else {
-    for (uint64_t k = 0; k < K && ok; ++k) ok = load_key(msg, k, isz) < m;
-  }
-  if (!ok)
-    ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " " + scheme + " pull: owner " + std::to_string(owner) +
-                                        " sent a " + (bitmap ? "bitmap" : enc == kEncEf ? "Elias-Fano position set" : "position list") +
-                                        " that does not match the " +
-                                        std::to_string(K) + " rows it announced over a set of " + std::to_string(m));
-}
-
-/// f(position, k) for the K positions of an owner's pull message (checked by check_pull_message),
-/// ascending. An Elias-Fano message is checked for order and range here, in the same pass: a
-/// violation throws InvalidUsage naming the owner (f is not called for the bad position).
-template <typename F>
-void for_positions(const uint8_t* msg, uint8_t enc, uint64_t m, uint64_t K, size_t isz, F&& f, int me = -1,
-                   int owner = -1, const char* scheme = "") {
-  if (enc == kEncEf) {
-    if (!encode::ef_for_each_checked(msg, m, K, f))
-      ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " " + scheme + " pull: owner " + std::to_string(owner) +
-                                          " sent an Elias-Fano position set that is not strictly increasing within [0, " +
-                                          std::to_string(m) + ")");
-  } else if (enc == kEncBitmap) {
-    const size_t nb = static_cast<size_t>((m + 7) / 8), words = (nb + 7) / 8;
-    uint64_t k = 0;
-    for (size_t i = 0; i < words; ++i) {
-      uint64_t x = 0;
-      std::memcpy(&x, msg + i * 8, nb - i * 8 < 8 ? nb - i * 8 : 8);
-      while (x) {
-        f(i * 64 + static_cast<uint64_t>(__builtin_ctzll(x)), k++);
-        x &= x - 1;
-      }
-    }
-  } else {
-    for (uint64_t k = 0; k < K; ++k) f(load_key(msg, k, isz), k);
-  }
 }
 
 }  // namespace zen::plan

@@ -4,6 +4,9 @@
 // allocates only when a call needs more room than any earlier call did.
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "zen/detail/radix_sort.hpp"
@@ -12,6 +15,79 @@
 #include "zen/tensor.hpp"
 
 namespace zen::plan {
+
+/// The final class of every host plan: the factory makes Quiesced<S>, whose destructor waits for the
+/// non-blocking calls of this plan still pending (SparseAllreduce::quiesce) before any member of the
+/// scheme S goes, so no scheme has to remember to (and none can forget). Schemes are made only
+/// through make_plan.
+template <class S>
+class Quiesced final : public S {
+ public:
+  using S::S;
+  ~Quiesced() override { this->quiesce(); }
+};
+template <class S, class... Args>
+std::unique_ptr<SparseAllreduce> make_plan(Args&&... args) {
+  return std::make_unique<Quiesced<S>>(std::forward<Args>(args)...);
+}
+/// The factory of a scheme's row (scheme_row.hpp): make_plan<S> with the registry's arguments.
+template <class S>
+std::unique_ptr<SparseAllreduce> factory(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
+  return make_plan<S>(c, s, o);
+}
+
+/// What a scheme without a workspace of its own names as W (its buffers are its members).
+struct NoWorkspace {};
+
+/// The plan base of a host scheme S (written once, here): its name (S::kName, which S's row reads
+/// too) and its workspace W, made here and held for Communicator::OwnerScope (holder_). Base is
+/// SparseAllreduce or a shared skeleton (OwnerExchangePlan) that adopts the workspace.
+template <class S, class W = NoWorkspace, class Base = SparseAllreduce>
+class Named : public Base {
+ public:
+  Named(Communicator& c, const TensorSpec& s, const SchemeOptions& o) : Base(c, s, o) {
+    if constexpr (!std::is_same_v<W, NoWorkspace>) {
+      ws_ = std::make_shared<W>();
+      this->holder_ = ws_;
+      if constexpr (adopts<Base>(0)) Base::adopt_workspace(*ws_);
+    }
+  }
+  const char* name() const override { return S::kName; }
+
+ protected:
+  std::shared_ptr<W> ws_;
+
+ private:
+  template <class B>
+  static constexpr auto adopts(int) -> decltype(std::declval<B&>().adopt_workspace(std::declval<W&>()), bool()) {
+    return true;
+  }
+  template <class B>
+  static constexpr bool adopts(...) {
+    return false;
+  }
+};
+
+/// Named, and each call dispatched on the dtype to S::run_typed<T>(in, sparse_out, dense_out)
+/// (S befriends plan::Access).
+struct Access {
+  template <typename T, class S>
+  static void run_typed(S& s, const SparseView& in, SparseTensor* sparse_out, void* dense_out) {
+    s.template run_typed<T>(in, sparse_out, dense_out);
+  }
+};
+template <class S, class W = NoWorkspace, class Base = SparseAllreduce>
+class Typed : public Named<S, W, Base> {
+ public:
+  using Named<S, W, Base>::Named;
+
+ protected:
+  void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
+    dispatch_dtype(this->spec_.dtype, [&](auto tag) {
+      Access::run_typed<decltype(tag)>(static_cast<S&>(*this), in, sparse_out, dense_out);
+    });
+  }
+};
 
 /// Make `v` hold at least `n` elements (grow only; contents of a grown vector are unspecified).
 template <typename T>

@@ -10,6 +10,7 @@
 #include <map>
 #include <type_traits>
 
+#include "scheme_row.hpp"
 #include "zen/error.hpp"
 
 namespace zen {
@@ -33,11 +34,14 @@ namespace detail {
 void require_host_memory(const Communicator& comm, const char* where, const std::string& scheme) {
   // Host plans read and write their buffers on the CPU; a device communicator's buffers are device
   // memory (and its allreduce_or / sum_or have no host loops to fall back to).
-  if (comm.memory_space() != MemSpace::Host)
-    ZEN_THROW(Result::Unsupported, std::string(where) + ": rank " + std::to_string(comm.rank()) + ": scheme '" + scheme +
-                                       "' is a host plan and communicator '" + comm.backend_name() +
-                                       "' holds device memory (device plans: zen::cuda::make_device_plan, "
-                                       "DeviceBalanced, DeviceHierarchical)");
+  if (comm.memory_space() == MemSpace::Host) return;
+  std::string device;  // the schemes whose row says make_device_plan has them
+  for (const auto& r : scheme_table())
+    if (r.has(kDevicePlan)) device += std::string(device.empty() ? "" : ", ") + r.name;
+  ZEN_THROW(Result::Unsupported, std::string(where) + ": rank " + std::to_string(comm.rank()) + ": scheme '" + scheme +
+                                     "' is a host plan and communicator '" + comm.backend_name() +
+                                     "' holds device memory (device plans: zen::cuda::make_device_plan of " + device +
+                                     " or hierarchical, DeviceBalanced, DeviceHierarchical)");
 }
 }  // namespace detail
 
@@ -406,24 +410,81 @@ SparseAllreduce::Phase::~Phase() {
   s_.report_.phases.push_back(r_);
 }
 
-// Factory: each scheme file registers a constructor function declared here.
-std::unique_ptr<SparseAllreduce> make_balanced(Communicator&, const TensorSpec&, const SchemeOptions&);
-std::unique_ptr<SparseAllreduce> make_dense_ring(Communicator&, const TensorSpec&, const SchemeOptions&);
-std::unique_ptr<SparseAllreduce> make_dense_native(Communicator&, const TensorSpec&, const SchemeOptions&);
-std::unique_ptr<SparseAllreduce> make_allgather(Communicator&, const TensorSpec&, const SchemeOptions&);
-std::unique_ptr<SparseAllreduce> make_sparcml(Communicator&, const TensorSpec&, const SchemeOptions&);
-std::unique_ptr<SparseAllreduce> make_omnireduce(Communicator&, const TensorSpec&, const SchemeOptions&);
-std::unique_ptr<SparseAllreduce> make_sparse_ps(Communicator&, const TensorSpec&, const SchemeOptions&);
-std::unique_ptr<SparseAllreduce> make_auto(Communicator&, const TensorSpec&, const SchemeOptions&);
+namespace detail {
+// The library's schemes, one row each, defined in the scheme's own file (constants, so no order of
+// initialization matters). The list below gives the registry's order (scheme_names()); auto's order
+// is each row's auto_position.
+extern const SchemeRow balanced_row;
+extern const SchemeRow dense_ring_row;
+extern const SchemeRow dense_native_row;
+extern const SchemeRow allgather_row;
+extern const SchemeRow sparcml_row;
+extern const SchemeRow omnireduce_row;
+extern const SchemeRow sparse_ps_row;
 
-using Maker = std::unique_ptr<SparseAllreduce> (*)(Communicator&, const TensorSpec&, const SchemeOptions&);
-static const std::vector<std::pair<std::string, Maker>>& registry() {
-  static const std::vector<std::pair<std::string, Maker>> r{
-      {"balanced", &make_balanced},   {"dense", &make_dense_ring},     {"dense_native", &make_dense_native},
-      {"allgather", &make_allgather}, {"sparcml", &make_sparcml},      {"omnireduce", &make_omnireduce},
-      {"sparse_ps", &make_sparse_ps}};
-  return r;
+namespace {
+void check_row(const std::vector<SchemeRow>& table, const SchemeRow& row) {
+  const std::string name = row.name ? row.name : "";
+  ZEN_ENFORCE(!name.empty() && name != "auto", "scheme registry: a scheme needs a name other than 'auto', got '" + name + "'");
+  ZEN_ENFORCE(row.auto_position >= 0, "scheme registry: scheme '" + name + "' has a negative auto position");
+  for (const auto& r : table) {
+    ZEN_ENFORCE(name != r.name, "scheme registry: scheme '" + name + "' is registered twice");
+    ZEN_ENFORCE(row.auto_position == kNotAuto || row.auto_position != r.auto_position,
+                "scheme registry: schemes '" + std::string(r.name) + "' and '" + name + "' both take auto position " +
+                    std::to_string(row.auto_position));
+  }
 }
+
+std::vector<SchemeRow>& table() {
+  static std::vector<SchemeRow> t = [] {
+    std::vector<SchemeRow> v;
+    for (const SchemeRow* r : {&balanced_row, &dense_ring_row, &dense_native_row, &allgather_row, &sparcml_row,
+                               &omnireduce_row, &sparse_ps_row}) {
+      check_row(v, *r);
+      v.push_back(*r);
+    }
+    return v;
+  }();
+  return t;
+}
+
+std::vector<std::string>& names() {
+  static std::vector<std::string> v = [] {
+    std::vector<std::string> out;
+    for (const auto& r : table()) out.emplace_back(r.name);
+    return out;
+  }();
+  return v;
+}
+}  // namespace
+
+const std::vector<SchemeRow>& scheme_table() { return table(); }
+
+const SchemeRow* find_scheme(const std::string& name) {
+  for (const auto& r : table())
+    if (name == r.name) return &r;
+  return nullptr;
+}
+
+void register_scheme(const SchemeRow& row) {
+  check_row(table(), row);
+  names();  // built from the table before the row joins both
+  table().push_back(row);
+  names().emplace_back(row.name);
+}
+
+std::vector<std::string> auto_candidates() {
+  std::vector<const SchemeRow*> rows;
+  for (const auto& r : table())
+    if (r.auto_position != kNotAuto) rows.push_back(&r);
+  std::stable_sort(rows.begin(), rows.end(), [](const SchemeRow* a, const SchemeRow* b) { return a->auto_position < b->auto_position; });
+  std::vector<std::string> out;
+  for (const SchemeRow* r : rows) out.emplace_back(r->name);
+  return out;
+}
+}  // namespace detail
+
+std::unique_ptr<SparseAllreduce> make_auto(Communicator&, const TensorSpec&, const SchemeOptions&);
 
 IndexEncoding parse_index_encoding(const std::string& name) {
   if (name == "auto") return IndexEncoding::Auto;
@@ -433,23 +494,16 @@ IndexEncoding parse_index_encoding(const std::string& name) {
   ZEN_THROW(Result::InvalidArgument, "index encoding must be auto, coo, bitmap or ef, got '" + name + "'");
 }
 
-const std::vector<std::string>& scheme_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> v;
-    for (auto& e : registry()) v.push_back(e.first);
-    return v;
-  }();
-  return names;
-}
+const std::vector<std::string>& scheme_names() { return detail::names(); }
 
 std::unique_ptr<SparseAllreduce> make_scheme(const std::string& name, Communicator& comm, const TensorSpec& spec,
                                              const SchemeOptions& opt) {
   detail::require_host_memory(comm, "make_scheme", name);
-  for (auto& e : registry())
-    if (e.first == name) return detail::setup_in_order(comm, [&] { return e.second(comm, spec, opt); });
+  if (const detail::SchemeRow* row = detail::find_scheme(name))
+    return detail::setup_in_order(comm, [&] { return row->make(comm, spec, opt); });
   if (name == "auto") return detail::setup_in_order(comm, [&] { return make_auto(comm, spec, opt); });
   std::string all;
-  for (auto& e : registry()) all += (all.empty() ? "" : ", ") + e.first;
+  for (const auto& n : scheme_names()) all += (all.empty() ? "" : ", ") + n;
   all += ", auto";
   ZEN_THROW(Result::InvalidArgument, "unknown scheme '" + name + "' (known: " + all + ")");
 }

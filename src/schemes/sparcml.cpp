@@ -9,6 +9,8 @@
 #include <cstring>
 
 #include "baseline_util.hpp"
+#include "plan_util.hpp"
+#include "scheme_row.hpp"
 #include "zen/encode/coo.hpp"
 #include "zen/error.hpp"
 #include "zen/schemes/scheme.hpp"
@@ -18,19 +20,15 @@ namespace {
 
 constexpr uint64_t kDenseHeader = ~0ULL;
 
-class SparCML final : public SparseAllreduce {
+class SparCML : public plan::Typed<SparCML> {
  public:
-  ~SparCML() override { quiesce(); }  // pending non-blocking calls finish before the members go
   SparCML(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
-      : SparseAllreduce(c, s, o), wire_(encode::wire_index_type(s.dense_len / s.row_width)) {}
-  const char* name() const override { return "sparcml"; }
-
- protected:
-  void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
-    dispatch_dtype(spec_.dtype, [&](auto tag) { run_typed<decltype(tag)>(in, sparse_out, dense_out); });
-  }
+      : Typed(c, s, o), wire_(encode::wire_index_type(s.dense_len / s.row_width)) {}
+  static constexpr const char* kName = "sparcml";
 
  private:
+  friend plan::Access;
+
   // Running sum: sparse (sorted keys + rows) or dense (N values + presence bitmap if tracked).
   template <typename T>
   struct State {
@@ -250,10 +248,64 @@ class SparCML final : public SparseAllreduce {
   bool ever_dense_ = false;
 };
 
+void sparcml_traffic(model::TrafficBuilder& b) {
+  const auto& p = b.p;
+  const auto& c = b.c;
+  const int n = b.n;
+  const uint64_t R = b.R, e = model::key_width(R) + b.D * b.vs, dense_b = b.N * b.vs + (p.sparse_out ? b.Rb : 0);
+  auto sw = [&](uint64_t k) {
+    return p.opt.sparcml_dense_switch > 0 ? static_cast<double>(k) > p.opt.sparcml_dense_switch * static_cast<double>(R)
+                                          : k * e > dense_b;
+  };
+  bool any_dense = false, any_sparse = false;
+  auto bytes = [&](uint64_t k) {
+    const bool d = sw(k);
+    (d ? any_dense : any_sparse) = true;
+    return 8 + (d ? dense_b : k * e);
+  };
+  const int P = model::sparcml_ranks(n);
+  int L = 0;
+  while ((1 << L) < P) ++L;
+  ZEN_ENFORCE(c.sc_state.size() == static_cast<size_t>(L) + 1, "cost model: counts lack SparCML's state sizes");
+  if (P < n) {
+    model::PhaseTraffic& f = b.phase("fold", 1, 1);
+    for (int r = P; r < n; ++r) {
+      const uint64_t x = bytes(c.k[static_cast<size_t>(r)]);
+      f.sent[static_cast<size_t>(r)] += x;
+      f.recv[static_cast<size_t>(r - P)] += x;
+    }
+  }
+  for (int s = 0; s < L; ++s) {
+    const std::string name = "stage" + std::to_string(s);
+    model::PhaseTraffic& st = b.phase(name.c_str(), 2, 2);
+    const auto& sz = c.sc_state[static_cast<size_t>(s)];
+    for (int r = 0; r < P; ++r) {
+      st.sent[static_cast<size_t>(r)] += bytes(sz[static_cast<size_t>(r)]);
+      st.recv[static_cast<size_t>(r)] += bytes(sz[static_cast<size_t>(r ^ (1 << s))]);
+    }
+  }
+  if (P < n) {
+    model::PhaseTraffic& u = b.phase("unfold", 1, 1);
+    for (int r = P; r < n; ++r) {
+      const uint64_t x = bytes(c.sc_state[static_cast<size_t>(L)][static_cast<size_t>(r - P)]);
+      u.sent[static_cast<size_t>(r - P)] += x;
+      u.recv[static_cast<size_t>(r)] += x;
+    }
+  }
+  for (int r = 0; r < n && !any_dense; ++r) any_dense = sw(c.k[static_cast<size_t>(r)]);
+  b.t.encoding = any_dense ? (any_sparse ? "coo+dense" : "dense") : "coo";
+}
+
+double sparcml_work(const model::Problem&, const model::Counts& c, size_t r) {
+  double w = static_cast<double>(c.k[r]);
+  for (const auto& st : c.sc_state) w += static_cast<double>(st[std::min(r, st.size() - 1)]);
+  return w;
+}
+
 }  // namespace
 
-std::unique_ptr<SparseAllreduce> make_sparcml(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return std::make_unique<SparCML>(c, s, o);
-}
+namespace detail {
+extern const SchemeRow sparcml_row{SparCML::kName, plan::factory<SparCML>, sparcml_traffic, sparcml_work, /*auto_position=*/2, detail::kSparse};
+}  // namespace detail
 
 }  // namespace zen

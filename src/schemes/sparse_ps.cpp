@@ -10,8 +10,10 @@
 #include <cstring>
 
 #include "baseline_util.hpp"
+#include "owner_exchange.hpp"
 #include "owner_stage.hpp"
 #include "plan_util.hpp"
+#include "scheme_row.hpp"
 #include "zen/encode/bitmap.hpp"
 #include "zen/encode/elias_fano.hpp"
 #include "zen/encode/coo.hpp"
@@ -21,195 +23,113 @@
 namespace zen {
 namespace {
 
-struct OwnerMeta {
-  uint64_t result_rows;
-  uint64_t pushed_rows;
-  uint64_t encoding;  // plan::kEncCoo / kEncBitmap / kEncEf
-};
-
-struct Workspace {
+// The exchange's buffers (owner_exchange.hpp) and what only sparse_ps needs.
+struct Workspace : plan::OwnerExchange {
   plan::Coalescer co;
-  std::vector<uint64_t> scount, rcount, pushed, results;
-  std::vector<size_t> first, sb, sd, rb, rd, pb, pd;
-  std::vector<uint8_t> senc, renc;  // push encoding per peer (sent / received)
-  std::vector<size_t> sib, rib;     // index-part bytes of each push segment
-  std::vector<uint8_t> sbuf, rbuf, all, rkeys;
-  std::vector<const uint8_t*> rseg;  // start of each received push segment (the own one in sbuf)
-  std::vector<plan::KV> kv;  // dense output: (row, value offset) of every result row
-  plan::OwnerState owner;
-  std::vector<plan::Segment> segs;
-  std::vector<OwnerMeta> meta;
-  OwnerMeta mine{};
+  std::vector<size_t> first;  // first local (sorted) row of each owner's range
+  std::vector<plan::KV> kv;   // dense output: (row, value offset) of every result row
 };
 
-class SparsePS final : public SparseAllreduce {
- public:
-  ~SparsePS() override { quiesce(); }  // pending non-blocking calls finish before the members go
-  SparsePS(Communicator& c, const TensorSpec& s, const SchemeOptions& o) : SparseAllreduce(c, s, o), ws_(std::make_shared<Workspace>()) {
-    R_ = s.dense_len / s.row_width;
-    wire_ = encode::wire_index_type(range(0));
-    holder_ = ws_;
-  }
-  const char* name() const override { return "sparse_ps"; }
+using plan::StageCtx;
 
- protected:
-  void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
-    dispatch_dtype(spec_.dtype, [&](auto tag) { run_typed<decltype(tag)>(in, sparse_out, dense_out); });
+class SparsePS : public plan::Typed<SparsePS, Workspace, plan::OwnerExchangePlan> {
+ public:
+  SparsePS(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
+      : Typed(c, s, o), R_(s.dense_len / s.row_width) {
+    // Partition policy: owner o holds the contiguous key range [lo(o), lo(o + 1)), position = row - lo(o).
+    std::vector<uint64_t> sets(static_cast<size_t>(c.size()));
+    for (size_t o = 0; o < sets.size(); ++o) sets[o] = range(static_cast<int>(o));
+    set_owner_sets(std::move(sets));
   }
+  static constexpr const char* kName = "sparse_ps";
 
  private:
+  friend plan::Access;
+
+  // One call, stage by stage (the shared stages: owner_exchange.hpp).
   template <typename T>
   void run_typed(const SparseView& in, SparseTensor* sparse_out, void* dense_out) {
-    Workspace& w = *ws_;
-    detail::ThreadPool& tp = pool();
-    const int n = comm_.size(), me = comm_.rank();
-    const size_t un = static_cast<size_t>(n);
-    const size_t D = spec_.row_width, vs = sizeof(T), rowb = D * vs;
-    const size_t isz = index_size(wire_);
-    const plan::Coalesced loc = w.co.run(in, spec_, true, &tp);  // sorted: owner ranges are contiguous
+    const StageCtx c = stage_ctx(sizeof(T));
+    // 1. Partition: the local rows, sorted and coalesced, split by owner range (the push counts).
+    const plan::Coalesced loc = partition(c, in);
+    // 2. Layout: exchange the counts, pick each segment's index code by the push rule, size buffers.
+    layout_push(c);
+    // 3. Encode: each owner's segment [index part][value rows] (keys relative to the range start).
+    encode_push(c, loc);
+    // 4. Push: alltoallv of the segments.
+    push(c);
+    // 5. Reduce: owner sum over its range, sources in rank order (one rounding).
+    const uint64_t K = reduce<T>(c, false);
+    // 6. Publish (K, pushed rows, pull encoding) and lay out the pull buffer.
+    publish_meta(c, K);
+    // 7. Write this owner's pull message in place.
+    write_pull<T>(c);
+    // 8. Pull: allgatherv of every owner's message, in place.
+    pull(c);
+    // 9. Decode: owners in range order, positions ascending -> globally sorted rows.
+    decode(c, sparse_out, dense_out);
+  }
 
-    // Split the sorted local rows by owner range.
-    w.scount.resize(un);
-    w.rcount.resize(un);
-    w.first.resize(un + 1);
-    {
-      size_t i = 0;
-      for (int o = 0; o < n; ++o) {
-        w.first[o] = i;
-        i = static_cast<size_t>(std::lower_bound(loc.keys + i, loc.keys + loc.k, static_cast<int64_t>(lo(o + 1))) - loc.keys);
-        w.scount[o] = i - w.first[o];
-      }
-      w.first[un] = i;
+  plan::Coalesced partition(const StageCtx& c, const SparseView& in) {
+    Workspace& w = *ws_;
+    const plan::Coalesced loc = w.co.run(in, spec_, true, &c.tp);  // sorted: owner ranges are contiguous
+    w.scount.resize(c.un);
+    w.first.resize(c.un + 1);
+    size_t i = 0;
+    for (int o = 0; o < c.n; ++o) {
+      w.first[o] = i;
+      i = static_cast<size_t>(std::lower_bound(loc.keys + i, loc.keys + loc.k, static_cast<int64_t>(lo(o + 1))) - loc.keys);
+      w.scount[o] = i - w.first[o];
     }
-    {
-      Phase ph(*this, "counts");
-      comm_.alltoall(w.scount.data(), sizeof(uint64_t), w.rcount.data());
-    }
-    w.sb.resize(un);
-    w.sd.resize(un);
-    w.rb.resize(un);
-    w.rd.resize(un);
-    w.senc.resize(un);
-    w.renc.resize(un);
-    w.sib.resize(un);
-    w.rib.resize(un);
-    size_t st = 0, rt = 0;
-    double bound = 0;
-    for (int p = 0; p < n; ++p) {
-      // Keys are sorted already: the push rule picks COO / bitmap / Elias-Fano (own segment: COO).
-      w.senc[p] = p == me ? plan::kEncCoo : plan::pick_push_encoding(opt_.push, range(p), w.scount[p], isz, rowb);
-      w.renc[p] = p == me ? plan::kEncCoo : plan::pick_push_encoding(opt_.push, range(me), w.rcount[p], isz, rowb);
-      w.sib[p] = plan::index_part_bytes(w.senc[p], range(p), w.scount[p], isz);
-      w.rib[p] = plan::index_part_bytes(w.renc[p], range(me), w.rcount[p], isz);
-      w.sd[p] = st;
-      st += w.sib[p] + w.scount[p] * rowb;
-      w.sb[p] = p == me ? 0 : w.sib[p] + w.scount[p] * rowb;
-      w.rd[p] = rt;
-      w.rb[p] = p == me ? 0 : w.rib[p] + w.rcount[p] * rowb;
-      rt += w.rb[p];
-      if (p != me) bound += static_cast<double>(w.scount[p] * rowb) + encode::log2_binomial(range(p), w.scount[p]) / 8.0;
-    }
-    report_.push_encoding = plan::encodings_name(w.senc.data(), n, me);
-    uint8_t* sbuf = plan::grow(w.sbuf, st);
-    uint8_t* rbuf = plan::grow(w.rbuf, rt);
-    for (int o = 0; o < n; ++o) {
-      uint8_t* seg = sbuf + w.sd[o];
+    w.first[c.un] = i;
+    return loc;
+  }
+
+  void encode_push(const StageCtx& c, const plan::Coalesced& loc) {
+    Workspace& w = *ws_;
+    Phase pe(*this, "encode");
+    for (int o = 0; o < c.n; ++o) {
+      uint8_t* seg = w.sbuf.data() + w.sdispl[o];
       const uint64_t base = lo(o);
       const int64_t* keys = loc.keys + w.first[o];
-      plan::write_index_part(w.senc[o], seg, range(o), w.scount[o], isz,
+      wire::write_index_part(w.senc[o], seg, range(o), w.scount[o], c.isz,
                              [&](uint64_t k) { return static_cast<uint64_t>(keys[k]) - base; });
-      if (w.scount[o]) std::memcpy(seg + w.sib[o], loc.rows + w.first[o] * rowb, w.scount[o] * rowb);
+      if (w.scount[o]) std::memcpy(seg + w.sib[o], loc.rows + w.first[o] * c.rb, w.scount[o] * c.rb);
     }
-    {
-      Phase ph(*this, "push");
-      comm_.alltoallv(sbuf, w.sb.data(), w.sd.data(), rbuf, w.rb.data(), w.rd.data());
-    }
+  }
 
-    // Owner sum over its range (sources in rank order; one rounding).
-    const uint64_t m = range(me);
-    uint64_t pushed = 0;
-    w.segs.resize(un);
-    w.rseg.resize(un);
-    for (int p = 0; p < n; ++p) {
-      w.rseg[p] = p == me ? sbuf + w.sd[me] : rbuf + w.rd[p];
-      pushed += w.rcount[p];
-    }
-    plan::received_segments(n, me, w.rseg.data(), w.rcount.data(), w.renc.data(), w.rib.data(), m, isz, w.rkeys,
-                            w.segs.data(), "sparse_ps");
-    const uint64_t K = plan::owner_accumulate<T>(w.owner, w.segs.data(), n, isz, D, m, tp, me, "sparse_ps");
-    const uint8_t enc = plan::pick_encoding(opt_.pull, m, K, isz);
-    w.mine = OwnerMeta{K, pushed, enc};
-    bound += static_cast<double>(n - 1) * (static_cast<double>(K * rowb) + encode::log2_binomial(m, K) / 8.0);
-    report_.bound_bytes = bound;
-    w.meta.resize(un);
-    {
-      Phase ph(*this, "meta");
-      comm_.allgather(&w.mine, sizeof(OwnerMeta), w.meta.data());
-    }
-    w.pb.resize(un);
-    w.pd.resize(un);
-    w.pushed.resize(un);
-    w.results.resize(un);
-    size_t pt = 0;
-    bool same = true;
-    for (int o = 0; o < n; ++o) {
-      const uint8_t eo = static_cast<uint8_t>(std::min<uint64_t>(w.meta[o].encoding, 255));
-      w.pb[o] = plan::index_part_bytes(eo, range(o), w.meta[o].result_rows, isz) + w.meta[o].result_rows * rowb;
-      w.pd[o] = pt;
-      pt += w.pb[o];
-      w.pushed[o] = w.meta[o].pushed_rows;
-      w.results[o] = w.meta[o].result_rows;
-      same = same && w.meta[o].encoding == w.meta[0].encoding;
-    }
-    report_.push_imbalance = baseline::imbalance(w.pushed);
-    report_.pull_imbalance = baseline::imbalance(w.results);
-    report_.encoding = same ? plan::encoding_name(static_cast<uint8_t>(w.meta[0].encoding)) : "mixed";
-    report_.global_rows = 0;
-    for (int o = 0; o < n; ++o) report_.global_rows += w.meta[o].result_rows;
-    uint8_t* all = plan::grow(w.all, pt);
-    plan::owner_write<T>(w.owner, isz, D, enc, all + w.pd[me], tp);
-    {
-      Phase ph(*this, "pull");
-      comm_.allgatherv(all + w.pd[me], w.pb[me], all, w.pb.data(), w.pd.data());
-    }
-
-    // Decode: owners in range order, positions ascending -> globally sorted rows.
-    uint64_t total = 0;
-    for (int o = 0; o < n; ++o) {
-      const uint8_t eo = static_cast<uint8_t>(std::min<uint64_t>(w.meta[o].encoding, 255));
-      plan::check_pull_message(all + w.pd[o], eo, range(o), w.meta[o].result_rows, isz, me, o, "sparse_ps");
-      total += w.meta[o].result_rows;
-    }
-    report_.result_nnz = total;
+  void decode(const StageCtx& c, SparseTensor* sparse_out, void* dense_out) {
+    Workspace& w = *ws_;
+    Phase ph(*this, "decode");
+    const uint64_t total = open_pulled(c);
+    const size_t rb = c.rb;
+    const uint8_t* all = w.all.data();
     if (sparse_out) sparse_out->resize(total);
-    else if (spec_.dense_len) plan::parallel_zero(dense_out, spec_.dense_len * vs, &tp);
+    else if (spec_.dense_len) plan::parallel_zero(dense_out, spec_.dense_len * c.vs, &c.tp);
     if (!sparse_out) plan::grow(w.kv, total);
-    uint64_t out_k = 0;
-    for (int o = 0; o < n; ++o) {
-      const uint8_t* msg = all + w.pd[o];
+    for (int o = 0; o < c.n; ++o) {
+      const uint8_t* msg = all + w.pdispl[o];
       const uint8_t bm = static_cast<uint8_t>(w.meta[o].encoding);
-      const uint64_t Ko = w.meta[o].result_rows, base = lo(o);
-      const uint8_t* v = msg + plan::index_part_bytes(bm, range(o), Ko, isz);
+      const uint64_t Ko = w.meta[o].result_rows, base = lo(o), out_k = w.owner_base[o];
       if (sparse_out) {
         int64_t* oi = sparse_out->indices.data() + out_k;
-        plan::for_positions(
-            msg, bm, range(o), Ko, isz, [&](uint64_t q, uint64_t k) { oi[k] = static_cast<int64_t>(base + q); }, me, o,
-            "sparse_ps");
-        if (Ko) std::memcpy(sparse_out->values.data() + out_k * rowb, v, Ko * rowb);
+        wire::for_positions(
+            msg, bm, range(o), Ko, c.isz, [&](uint64_t q, uint64_t k) { oi[k] = static_cast<int64_t>(base + q); }, c.me, o,
+            c.scheme);
+        if (Ko) std::memcpy(sparse_out->values.data() + out_k * rb, all + w.val_off[o], Ko * rb);
       } else {
         // (row, offset of its values in the pull buffer), scattered below by fixed-width copies.
         plan::KV* kv = w.kv.data() + out_k;
-        const uint64_t voff = static_cast<uint64_t>(v - all);
-        plan::for_positions(
-            msg, bm, range(o), Ko, isz, [&](uint64_t q, uint64_t k) { kv[k] = plan::KV{base + q, voff + k * rowb}; }, me, o,
-            "sparse_ps");
+        const uint64_t voff = w.val_off[o];
+        wire::for_positions(
+            msg, bm, range(o), Ko, c.isz, [&](uint64_t q, uint64_t k) { kv[k] = plan::KV{base + q, voff + k * rb}; }, c.me,
+            o, c.scheme);
       }
-      out_k += Ko;
     }
     if (!sparse_out) {
       auto* d = static_cast<uint8_t*>(dense_out);
       const plan::KV* kv = w.kv.data();
-      tp.parallel_for(total, size_t{1} << 13, [&](size_t b, size_t e, int) { plan::scatter_rows(d, all, kv, b, e, rowb); });
+      c.tp.parallel_for(total, size_t{1} << 13, [&](size_t b, size_t e, int) { plan::scatter_rows(d, all, kv, b, e, rb); });
     }
   }
 
@@ -217,14 +137,18 @@ class SparsePS final : public SparseAllreduce {
   uint64_t range(int o) const { return lo(o + 1) - lo(o); }
 
   uint64_t R_ = 0;
-  IndexType wire_ = IndexType::I32;
-  std::shared_ptr<Workspace> ws_;
 };
+
+void sparse_ps_traffic(model::TrafficBuilder& b) { plan::owner_exchange_traffic(b, plan::Partition::KeyRange); }
+
+double sparse_ps_work(const model::Problem& p, const model::Counts& c, size_t r) {
+  return plan::owner_exchange_work(p, c, r, plan::Partition::KeyRange);
+}
 
 }  // namespace
 
-std::unique_ptr<SparseAllreduce> make_sparse_ps(Communicator& c, const TensorSpec& s, const SchemeOptions& o) {
-  return std::make_unique<SparsePS>(c, s, o);
-}
+namespace detail {
+extern const SchemeRow sparse_ps_row{SparsePS::kName, plan::factory<SparsePS>, sparse_ps_traffic, sparse_ps_work, /*auto_position=*/3, detail::kSparse};
+}  // namespace detail
 
 }  // namespace zen

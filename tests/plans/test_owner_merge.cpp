@@ -50,7 +50,7 @@ Segs make(int n, uint64_t m, size_t D, std::mt19937_64& g) {
       if (used[q]) k.push_back(static_cast<uint32_t>(q));
     auto& v = s.rows[static_cast<size_t>(r)];
     v.resize(k.size() * D * sizeof(T));
-    for (size_t i = 0; i < k.size() * D; ++i) plan::store_as<T>(v.data() + i * sizeof(T), draw<T>(g));
+    for (size_t i = 0; i < k.size() * D; ++i) wire::store_as<T>(v.data() + i * sizeof(T), draw<T>(g));
   }
   for (int r = 0; r < n; ++r)
     s.segs.push_back(plan::Segment{reinterpret_cast<const uint8_t*>(s.keys[static_cast<size_t>(r)].data()),
@@ -73,13 +73,13 @@ void same_as_accumulate() {
           const uint64_t K1 = plan::owner_accumulate<T>(acc, s.segs.data(), n, 4, D, m, pool, 0, "test");
           const uint64_t K2 = plan::owner_merge<T>(mer, s.segs.data(), n, 4, D, m, pool, 0, "test");
           ASSERT_EQ(K1, K2);
-          for (uint8_t enc : {plan::kEncCoo, plan::kEncEf}) {
-            const size_t bytes = plan::index_part_bytes(enc, m, K1, 4) + K1 * D * sizeof(T);
+          for (uint8_t enc : {wire::kEncCoo, wire::kEncEf}) {
+            const size_t bytes = wire::index_part_bytes(enc, m, K1, 4) + K1 * D * sizeof(T);
             std::vector<uint8_t> a(bytes + 1, 0xAB), b(bytes + 1, 0xAB);
             plan::owner_write<T>(acc, 4, D, enc, a.data(), pool);
             plan::owner_write<T>(mer, 4, D, enc, b.data(), pool);
             ASSERT_EQ(a, b) << "encoding " << static_cast<int>(enc);
-            if (enc == plan::kEncCoo) {  // the accumulator's presence bits were cleared: run it again
+            if (enc == wire::kEncCoo) {  // the accumulator's presence bits were cleared: run it again
               plan::owner_accumulate<T>(acc, s.segs.data(), n, 4, D, m, pool, 0, "test");
               plan::owner_merge<T>(mer, s.segs.data(), n, 4, D, m, pool, 0, "test");
             }

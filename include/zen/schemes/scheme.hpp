@@ -38,12 +38,6 @@
 
 namespace zen {
 
-/// How a set of K positions out of an owner's m travels (docs/algorithms.md, "Index encodings"):
-/// COO (K fixed-width keys), the owner's bitmap (m bits) or Elias-Fano (about K * (2 + log2(m/K))
-/// bits). Auto picks the smallest by exact size, per message and per call (sizes are known to both
-/// sides before anything is sent, so the choice travels nowhere).
-enum class IndexEncoding : uint8_t { Auto = 0, Coo = 1, Bitmap = 2, EliasFano = 3 };
-using PullEncoding = IndexEncoding;
 enum class DuplicatePolicy : uint8_t { Sum = 0, Reject = 1 };
 
 struct TensorSpec {
@@ -202,8 +196,9 @@ class Plan {
 
 class SparseAllreduce : public Plan {
  public:
-  /// Every scheme's destructor first waits for the non-blocking calls pending on its communicator
-  /// (quiesce()), so a plan destroyed while one of its requests runs is safe.
+  /// Every host plan is made as the final class plan::Quiesced<scheme> (src/schemes/plan_util.hpp),
+  /// whose destructor first waits for the non-blocking calls pending on its communicator (quiesce())
+  /// before the scheme's members go, so a plan destroyed while one of its requests runs is safe.
   ~SparseAllreduce() override = default;
 
   /// Sum `in` over all ranks; `out` receives the sorted sparse result (dense_len/row_width/dtype set).
@@ -245,7 +240,7 @@ class SparseAllreduce : public Plan {
   };
 
   /// Wait until no non-blocking call of this plan is pending (wait_pending(); no-op on the progress
-  /// thread). Each final scheme class calls it first in its destructor.
+  /// thread). The factory's final class (plan::Quiesced) calls it first in its destructor.
   void quiesce() noexcept { wait_pending(); }
 
   /// The plan's persistent thread pool (created at first use, see zen/detail/thread_pool.hpp).
