@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "../../src/comm/in_process.hpp"
 #include "device_comm.hpp"
 #include "kernels/check.cuh"
 #include "zen/cuda/comm.hpp"
@@ -369,6 +370,14 @@ class DeviceLoopbackComm final : public detail::DeviceComm {
   size_t tmp_bytes_ = 0;
 };
 
+// A rank thread's stream, once the rank is done (failed or not): drained, then destroyed.
+void destroy_stream(cudaStream_t s) {
+  if (s) {
+    cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+  }
+}
+
 }  // namespace
 
 std::vector<std::unique_ptr<Communicator>> create(int n, int device) {
@@ -389,59 +398,24 @@ std::vector<std::unique_ptr<Communicator>> create(int n, int device) {
 std::vector<std::exception_ptr> run_collect(int n, const std::function<void(Communicator&)>& fn, Communicator::Ms timeout,
                                             int device) {
   auto comms = create(n, device);
-  std::vector<std::exception_ptr> errs(static_cast<size_t>(n));
-  std::vector<std::thread> th;
-  for (int r = 0; r < n; ++r) {
-    comms[r]->set_timeout(timeout);
-    th.emplace_back([&, r] {
-      cudaStream_t s = nullptr;
-      try {
+  for (auto& c : comms) c->set_timeout(timeout);
+  std::vector<cudaStream_t> streams(static_cast<size_t>(n), nullptr);
+  return in_process::run_rank_threads(
+      n,
+      [&](int r) {
+        cudaStream_t& s = streams[static_cast<size_t>(r)];
         ZEN_CUDA_CHECK(cudaSetDevice(device));
         ZEN_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
         comms[r]->set_stream(s);
         fn(*comms[r]);
         stream_wait(*comms[r], s);
-      } catch (const std::exception& e) {
-        errs[r] = std::current_exception();
-        comms[r]->abort(e.what());
-      } catch (...) {
-        errs[r] = std::current_exception();
-        comms[r]->abort("unknown exception");
-      }
-      if (s) {
-        cudaStreamSynchronize(s);
-        cudaStreamDestroy(s);
-      }
-    });
-  }
-  for (auto& t : th) t.join();
-  return errs;
+      },
+      [&](int r, const char* what) { comms[r]->abort(what); },
+      [&](int r) { destroy_stream(streams[static_cast<size_t>(r)]); });
 }
-
-namespace {
-void rethrow_first(const std::vector<std::exception_ptr>& errs) {
-  std::exception_ptr first, remote;
-  for (auto& e : errs) {
-    if (!e) continue;
-    try {
-      std::rethrow_exception(e);
-    } catch (const Error& err) {
-      if (err.code() == Result::RemoteError) {
-        if (!remote) remote = e;
-      } else if (!first) {
-        first = e;
-      }
-    } catch (...) {
-      if (!first) first = e;
-    }
-  }
-  if (first) std::rethrow_exception(first);
-  if (remote) std::rethrow_exception(remote);
-}
-}  // namespace
 
 void run(int n, const std::function<void(Communicator&)>& fn, Communicator::Ms timeout, int device) {
-  rethrow_first(run_collect(n, fn, timeout, device));
+  in_process::rethrow_first(run_collect(n, fn, timeout, device));
 }
 
 void run_nodes(int n, int node_size, const NodeFn& fn, Communicator::Ms timeout, int device) {
@@ -460,14 +434,13 @@ void run_nodes(int n, int node_size, const NodeFn& fn, Communicator::Ms timeout,
     for (auto& w : intra) ab(w[0]);
     for (auto& w : inter) ab(w[0]);
   };
-  std::vector<std::exception_ptr> errs(static_cast<size_t>(n));
-  std::vector<std::thread> th;
-  for (int r = 0; r < n; ++r) {
-    th.emplace_back([&, r] {
-      const int g = r / L, l = r % L;
-      Communicator* cs[3] = {world[r].get(), intra[g][l].get(), inter[l][g].get()};
-      cudaStream_t s = nullptr;
-      try {
+  std::vector<cudaStream_t> streams(static_cast<size_t>(n), nullptr);
+  auto errs = in_process::run_rank_threads(
+      n,
+      [&](int r) {
+        const int g = r / L, l = r % L;
+        Communicator* cs[3] = {world[r].get(), intra[g][l].get(), inter[l][g].get()};
+        cudaStream_t& s = streams[static_cast<size_t>(r)];
         ZEN_CUDA_CHECK(cudaSetDevice(device));
         ZEN_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
         for (auto* c : cs) {
@@ -476,21 +449,10 @@ void run_nodes(int n, int node_size, const NodeFn& fn, Communicator::Ms timeout,
         }
         fn(*cs[0], *cs[1], *cs[2]);
         stream_wait(*cs[0], s);
-      } catch (const std::exception& e) {
-        errs[r] = std::current_exception();
-        abort_all("rank " + std::to_string(r) + ": " + e.what());
-      } catch (...) {
-        errs[r] = std::current_exception();
-        abort_all("rank " + std::to_string(r) + ": unknown exception");
-      }
-      if (s) {
-        cudaStreamSynchronize(s);
-        cudaStreamDestroy(s);
-      }
-    });
-  }
-  for (auto& t : th) t.join();
-  rethrow_first(errs);
+      },
+      [&](int r, const char* what) { abort_all("rank " + std::to_string(r) + ": " + what); },
+      [&](int r) { destroy_stream(streams[static_cast<size_t>(r)]); });
+  in_process::rethrow_first(errs);
 }
 
 }  // namespace loopback

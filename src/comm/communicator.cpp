@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "ring.hpp"
 #include "zen/detail/progress.hpp"
 
 namespace zen {
@@ -259,25 +260,17 @@ void Communicator::do_allreduce_or(void* buf, size_t bytes) {
     fail(Result::Unsupported, -1, "allreduce_or on device memory: this backend has no device bitwise OR");
   const int n = size(), r = rank();
   if (n == 1 || bytes == 0) return;
-  auto* b = static_cast<uint8_t*>(buf);
-  std::vector<size_t> off(static_cast<size_t>(n) + 1, 0);
-  size_t maxc = 0;
-  for (int i = 0; i < n; ++i) {
-    off[i + 1] = off[i] + ring_chunk_bytes(bytes, 1, n, i);
-    maxc = std::max(maxc, off[i + 1] - off[i]);
-  }
-  if (or_tmp_.size() < maxc) or_tmp_.resize(maxc);
-  const int right = (r + 1) % n, left = (r + n - 1) % n;
+  // The ring of ring.hpp on this backend's own sendrecv (inside this operation: not counted again).
   constexpr int kTag = 16383;
-  for (int s = 0; s < n - 1; ++s) {  // reduce-scatter: rank r ends with chunk r
-    const int sc = ((r - s - 1) % n + n) % n, rc = ((r - s - 2) % n + n) % n;
-    do_sendrecv(b + off[sc], off[sc + 1] - off[sc], right, or_tmp_.data(), off[rc + 1] - off[rc], left, kTag);
-    for (size_t i = 0; i < off[rc + 1] - off[rc]; ++i) b[off[rc] + i] = static_cast<uint8_t>(b[off[rc] + i] | or_tmp_[i]);
-  }
-  for (int s = 0; s < n - 1; ++s) {  // allgather
-    const int sc = ((r - s) % n + n) % n, rc = ((r - s - 1) % n + n) % n;
-    do_sendrecv(b + off[sc], off[sc + 1] - off[sc], right, b + off[rc], off[rc + 1] - off[rc], left, kTag);
-  }
+  struct Keep {  // the scratch goes back to or_tmp_ (reused by the next call), failed or not
+    std::vector<uint8_t>& keep;
+    ring::Scratch rs;
+    ~Keep() { keep.swap(rs.tmp); }
+  } k{or_tmp_, {}};
+  k.rs.tmp.swap(or_tmp_);
+  ring::bitwise_or(
+      [&](const void* sb, size_t sn, int dst, void* rb, size_t rn, int src) { do_sendrecv(sb, sn, dst, rb, rn, src, kTag); },
+      n, r, static_cast<uint8_t*>(buf), bytes, k.rs);
 }
 
 void Communicator::allreduce_or(void* buf, size_t bytes) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../comm/ring.hpp"
 #include "plan_util.hpp"
 #include "zen/comm/communicator.hpp"
 #include "zen/error.hpp"
@@ -47,56 +48,27 @@ inline uint64_t range_begin(uint64_t total, int n, int o) {
   return uo * (total / un) + std::min<uint64_t>(uo, total % un);
 }
 
-inline int mod(int a, int n) { return ((a % n) + n) % n; }
-
 inline bool get_bit(const uint8_t* bm, uint64_t i) { return (bm[i >> 3] >> (i & 7)) & 1u; }
 inline void set_bit(uint8_t* bm, uint64_t i) { bm[i >> 3] = static_cast<uint8_t>(bm[i >> 3] | (1u << (i & 7))); }
 
 /// Scratch of the ring helpers (kept by a plan so that a call allocates nothing).
-struct RingScratch {
-  std::vector<size_t> off;
-  std::vector<uint8_t> tmp;
-};
+using RingScratch = ring::Scratch;
 
-/// Ring reduce-scatter then ring allgather, in place, over `count` elements of `elem` bytes split by
-/// ring_chunk_bytes. After the reduce-scatter rank r holds the reduced chunk r. combine(dst, src, k)
-/// folds k received elements into dst. Bytes per rank: sent (S - c_r) + (S - c_{r+1}),
-/// received (S - c_{r-1}) + (S - c_r).
+/// The ring schedule of src/comm/ring.hpp over the public sendrecv with `tag` (counted as
+/// point-to-point traffic): reduce-scatter (rank r ends with the reduced chunk r; combine(dst, src, k)
+/// folds k received elements into dst), then allgather.
 template <typename Combine>
 void ring_reduce_scatter(Communicator& c, uint8_t* buf, size_t count, size_t elem, Combine&& combine, int tag,
                          RingScratch& rs) {
-  const int n = c.size(), r = c.rank();
-  if (n == 1) return;
-  std::vector<size_t>& off = rs.off;
-  off.assign(static_cast<size_t>(n) + 1, 0);
-  size_t maxc = 0;
-  for (int i = 0; i < n; ++i) {
-    const size_t b = ring_chunk_bytes(count, elem, n, i);
-    off[i + 1] = off[i] + b;
-    maxc = std::max(maxc, b);
-  }
-  if (rs.tmp.size() < maxc) rs.tmp.resize(maxc);
-  std::vector<uint8_t>& tmp = rs.tmp;
-  const int right = mod(r + 1, n), left = mod(r - 1, n);
-  for (int s = 0; s < n - 1; ++s) {
-    const int sc = mod(r - s - 1, n), rc = mod(r - s - 2, n);
-    const size_t sb = off[sc + 1] - off[sc], rb = off[rc + 1] - off[rc];
-    c.sendrecv(buf + off[sc], sb, right, tmp.data(), rb, left, tag);
-    combine(buf + off[rc], tmp.data(), rb / elem);
-  }
+  ring::reduce_scatter(
+      [&](const void* sb, size_t sn, int dst, void* rb, size_t rn, int src) { c.sendrecv(sb, sn, dst, rb, rn, src, tag); },
+      c.size(), c.rank(), buf, count, elem, combine, rs);
 }
 
 inline void ring_allgather(Communicator& c, uint8_t* buf, size_t count, size_t elem, int tag, RingScratch& rs) {
-  const int n = c.size(), r = c.rank();
-  if (n == 1) return;
-  std::vector<size_t>& off = rs.off;
-  off.assign(static_cast<size_t>(n) + 1, 0);
-  for (int i = 0; i < n; ++i) off[i + 1] = off[i] + ring_chunk_bytes(count, elem, n, i);
-  const int right = mod(r + 1, n), left = mod(r - 1, n);
-  for (int s = 0; s < n - 1; ++s) {
-    const int sc = mod(r - s, n), rc = mod(r - s - 1, n);
-    c.sendrecv(buf + off[sc], off[sc + 1] - off[sc], right, buf + off[rc], off[rc + 1] - off[rc], left, tag);
-  }
+  ring::allgather(
+      [&](const void* sb, size_t sn, int dst, void* rb, size_t rn, int src) { c.sendrecv(sb, sn, dst, rb, rn, src, tag); },
+      c.size(), c.rank(), buf, count, elem, rs);
 }
 
 /// dst[i] = T(A(dst[i]) + A(src[i])): one addition in the accumulation type, rounded to T.
@@ -108,13 +80,9 @@ inline void add_into(T* dst, const T* src, size_t k) {
 
 /// Ring-OR of a presence bitmap of `bytes` bytes (the union of the supports), in place.
 inline void ring_or(Communicator& c, uint8_t* bm, size_t bytes, int tag, RingScratch& rs) {
-  ring_reduce_scatter(
-      c, bm, bytes, 1,
-      [](uint8_t* d, const uint8_t* s, size_t k) {
-        for (size_t i = 0; i < k; ++i) d[i] = static_cast<uint8_t>(d[i] | s[i]);
-      },
-      tag, rs);
-  ring_allgather(c, bm, bytes, 1, tag, rs);
+  ring::bitwise_or(
+      [&](const void* sb, size_t sn, int dst, void* rb, size_t rn, int src) { c.sendrecv(sb, sn, dst, rb, rn, src, tag); },
+      c.size(), c.rank(), bm, bytes, rs);
 }
 
 /// Sparse result from a dense buffer and a presence bitmap over rows (word-wise scan of the bitmap).

@@ -10,18 +10,9 @@
 #include <cstdint>
 
 #include "zen/config.hpp"
+#include "zen/detail/mix64.hpp"  // mix64
 
 namespace zen {
-
-/// 64-bit finalizing mixer (xor-shift-multiply, Murmur3 fmix64 constants).
-ZEN_HD uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
 
 /// Seed preparation for hash64_mixed (do it once per hash function, not per key).
 ZEN_HD uint64_t mix_seed(uint64_t seed) { return mix64(seed + 0x9e3779b97f4a7c15ULL); }
