@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "plan_util.hpp"
+#include "../comm/ring_chunk.hpp"
 #include "zen/comm/communicator.hpp"
 #include "zen/error.hpp"
 #include "zen/schemes/scheme.hpp"

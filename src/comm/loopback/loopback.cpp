@@ -12,6 +12,8 @@
 // the end of the wait chain (the rank that did not take part); an abort wakes every waiting rank.
 #include "zen/comm/loopback.hpp"
 
+#include "../ring_chunk.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
