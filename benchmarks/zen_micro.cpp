@@ -12,7 +12,7 @@
 #include "zen/encode/coo.hpp"
 #include "zen/encode/elias_fano.hpp"
 #include "zen/hash/hash.hpp"
-#include "zen/hash/hierarchical.hpp"
+#include "zen/hash/region_hash.hpp"
 #include "owner_stage.hpp"  // private owner stage of balanced / sparse_ps (src/schemes)
 
 namespace {
@@ -59,7 +59,7 @@ void BM_H0IndexAt(benchmark::State& st) {
 }
 BENCHMARK(BM_H0IndexAt)->Arg(20)->Arg(24)->Arg(34);
 
-// Hierarchical hashing of k = 2^range(0) non-zeros of N = 2^24 over 4 owners, one thread, with the
+// Region hashing of k = 2^range(0) non-zeros of N = 2^24 over 4 owners, one thread, with the
 // table reused across calls as a plan does.
 void BM_HierarchicalPartition(benchmark::State& st) {
   const uint64_t N = 1ULL << 24;
@@ -71,9 +71,9 @@ void BM_HierarchicalPartition(benchmark::State& st) {
   v.indices = idx.data();
   v.values = val.data();
   auto p = zen::Partitioner::make(N, 4, 5);
-  zen::HierarchicalHashConfig cfg;
+  zen::RegionHashConfig cfg;
   zen::HashPartition out;
-  zen::HierarchicalHash table;
+  zen::RegionHash table;
   zen::detail::ThreadPool pool(1);
   for (auto _ : st) {
     table.partition(v, p, cfg, &pool, out);

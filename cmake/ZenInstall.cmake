@@ -1,7 +1,7 @@
 # cmake --install: headers, libzen.so and the static libraries, the command-line tools, a CMake
 # package (find_package(zen CONFIG [COMPONENTS mpi fl cuda nccl]) -> zen::zen, ...) and zen.pc.
 include(CMakePackageConfigHelpers)
-set(zen_install_targets zen zen_static zen_capi_static zen_core zen_schemes zen_cuda)
+set(zen_install_targets zen zen_static zen_capi_static zen_core zen_encode zen_comm zen_schemes zen_cuda)
 if(ZEN_MPI_ENABLED)
   list(APPEND zen_install_targets zen_mpi)
 endif()

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "../../src/comm/ring_chunk.hpp"  // private: the ring split the traffic counts follow
 #include "zen/comm/communicator.hpp"
 #include "zen/error.hpp"
 

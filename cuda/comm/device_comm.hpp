@@ -10,7 +10,7 @@ namespace zen::cuda::detail {
 class DeviceComm : public Communicator {
  public:
   MemSpace memory_space() const override { return MemSpace::Device; }
-  /// Device calls are already asynchronous in stream order (set_stream); the host progress thread is not used.
+  /// Device calls are already asynchronous in stream order (set_stream); the host call-queue thread is not used.
   void check_async_support() const override {
     ZEN_THROW(Result::Unsupported, "rank " + std::to_string(rank()) + " " + backend_name() +
                                        ": non-blocking start() is for host backends; device calls are ordered on "

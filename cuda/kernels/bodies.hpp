@@ -15,7 +15,7 @@
 namespace zen::cuda::detail {
 
 // ============================================================================================
-// Hierarchical hashing: one tile program per block. Shared memory: per-owner entry counts and
+// Region hashing: one tile program per block. Shared memory: per-owner entry counts and
 // serial-region requests of the block (2 x n counters), the block's spill count and spill base.
 // Phase 0: locate, count the owner, try the k parallel slots, else ask for a serial slot of the
 //          owner (block-local index);

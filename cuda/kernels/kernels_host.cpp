@@ -17,7 +17,7 @@ const char* device_error_name(uint32_t code) {
     case kErrBitmapPadding: return "hash bitmap has a padding bit set";
     case kErrBitmapCount: return "hash bitmap set-bit count differs from the announced result count";
     case kErrCooKeyRange: return "COO pull key outside the owner's index set";
-    case kErrHashLost: return "hierarchical hashing compaction lost or duplicated entries";
+    case kErrHashLost: return "region hashing compaction lost or duplicated entries";
     case kErrIndexRange: return "input index outside [0, N/D)";
   }
   return "unknown device error";

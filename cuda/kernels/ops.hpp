@@ -132,7 +132,7 @@ void Kernels<B>::hash_partition(const HashPrepared& prep, const void* d_indices,
   detail::HashArgs a{};
   a.part = part;
   a.k = hp.hash_functions;
-  // The CPU's h_1..h_k seeds (src/hash/hierarchical_hash.cpp), pre-mixed.
+  // The CPU's h_1..h_k seeds (src/hash/region_hash.cpp), pre-mixed.
   for (int j = 0; j < hp.hash_functions; ++j)
     a.hseed[j] = mix_seed(mix64(hp.seed * 0x100000001b3ULL + static_cast<uint64_t>(j) + 1));
   a.cap1 = c.cap1;

@@ -2,6 +2,7 @@
 // Host cores: the backend is chosen once, from the communicator's memory space.
 #include <string>
 
+#include "../../src/schemes/scheme_row.hpp"  // which schemes have a device plan: the row flag kDevicePlan
 #include "balanced_impl.hpp"
 #include "hierarchical_impl.hpp"
 #include "zen/cuda/plan.hpp"
@@ -90,23 +91,59 @@ void DeviceHierarchical::run_dense_from_dense(const void* d_grad, void* d_out) {
 void DeviceHierarchical::synchronize() { core_->synchronize(); }
 
 // ---- by name ----
+namespace {
+using DeviceMakeFn = std::unique_ptr<Plan>(Communicator&, const TensorSpec&, const SchemeOptions&, DeviceBalancedLimits,
+                                           const std::string& where);
+std::unique_ptr<Plan> make_balanced(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt,
+                                    DeviceBalancedLimits lim, const std::string& where) {
+  ZEN_ENFORCE(spec.row_width >= 1, where + "row width must be >= 1");
+  if (lim.max_nnz == 0) lim.max_nnz = static_cast<size_t>(spec.dense_len / spec.row_width);
+  return std::make_unique<DeviceBalanced>(comm, spec, opt, lim);
+}
+// How the device path builds the plan of a scheme whose row (src/schemes/scheme_row.hpp) carries
+// kDevicePlan. Whether a scheme has a device plan is that row flag alone: a name without it is
+// refused below before this table is read, and a flagged row missing here is a bug that
+// make_device_plan reports (tests/device/test_device_plans.cpp checks every row both ways).
+struct DeviceFactory {
+  const char* name;
+  DeviceMakeFn* make;
+};
+constexpr DeviceFactory kDeviceFactories[] = {{"balanced", &make_balanced}};
+
+// The schemes whose row says they have a device plan, for messages.
+std::string device_rows() {
+  std::string s;
+  for (const auto& r : ::zen::detail::scheme_table())
+    if (r.has(::zen::detail::kDevicePlan)) s += std::string(s.empty() ? "" : ", ") + r.name;
+  return s;
+}
+}  // namespace
+
 std::unique_ptr<Plan> make_device_plan(const std::string& name, Communicator& comm, const TensorSpec& spec,
                                        const SchemeOptions& opt, const DevicePlanOptions& dopt) {
   const std::string where = "make_device_plan: rank " + std::to_string(comm.rank()) + " (" + comm.backend_name() + "): ";
   ZEN_CHECK_CODE(!opt.output.average && !opt.output.accumulate, Result::Unsupported,
                  where + "average/accumulate are host-plan options");
   DeviceBalancedLimits lim = dopt.limits;
-  if (name == "balanced") {
-    ZEN_ENFORCE(spec.row_width >= 1, where + "row width must be >= 1");
-    if (lim.max_nnz == 0) lim.max_nnz = static_cast<size_t>(spec.dense_len / spec.row_width);
-    return std::make_unique<DeviceBalanced>(comm, spec, opt, lim);
-  }
+  // The two-level scheme is no registry row (on the host it is make_hierarchical): its device plan
+  // runs balanced's device plan within and across nodes.
   if (name == "hierarchical" || name == "hier_balanced") {
+    const auto* inner = ::zen::detail::find_scheme("balanced");
+    ZEN_CHECK_CODE(inner && inner->has(::zen::detail::kDevicePlan), Result::Unsupported,
+                   where + "the device hierarchical plan runs balanced, whose row has no device plan");
     ZEN_ENFORCE(dopt.intra && dopt.inter, where + "the device hierarchical plan needs the intra and inter "
                                                   "communicators (of the node and of the local index)");
     return std::make_unique<DeviceHierarchical>(*dopt.intra, *dopt.inter, spec, opt, lim);
   }
-  ZEN_THROW(Result::Unsupported, where + "scheme '" + name + "' has no device implementation (device: balanced, hierarchical)");
+  const auto* row = ::zen::detail::find_scheme(name);
+  if (!row || !row->has(::zen::detail::kDevicePlan))
+    ZEN_THROW(Result::Unsupported, where + "scheme '" + name + "' has no device implementation (device: " + device_rows() +
+                                       ", hierarchical)");
+  for (const auto& f : kDeviceFactories)
+    if (name == f.name) return f.make(comm, spec, opt, lim, where);
+  ZEN_THROW(Result::InternalError, where + "scheme '" + name +
+                                       "': its registry row says it has a device plan (kDevicePlan), but the device "
+                                       "path builds none (cuda/schemes/device_plans.cpp)");
 }
 
 }  // namespace zen::cuda

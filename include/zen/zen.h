@@ -189,7 +189,7 @@ zenResult_t zenSparseAllreduceSparseInto(zenSparseAllreduce_t op, size_t nnz, co
                                          zenIndexType_t itype, const void* values, int64_t* out_indices,
                                          void* out_values, size_t capacity, size_t* out_nnz);
 
-/** Non-blocking forms: queue the call on the communicator's progress thread and return at once; the
+/** Non-blocking forms: queue the call on the communicator's call-queue thread and return at once; the
  *  caller computes meanwhile and completes *req with zenRequestWait or zenRequestTest. Calls on one
  *  communicator run in the order they were started (start them in the same order on every rank);
  *  a blocking call queues behind pending ones. Input and output buffers must stay untouched until

@@ -570,7 +570,7 @@ class SparseAllreduce(_Closable):
         return out
 
     def start(self, indices, values, out=None, dense=False):
-        """Non-blocking: queue the call on the communicator's progress thread and return a Request
+        """Non-blocking: queue the call on the communicator's call-queue thread and return a Request
         whose wait() gives what sparse() (or, with dense=True or `out`, dense()) would return."""
         if dense or out is not None:
             i, v = self._inputs(indices, values, "zenSparseAllreduceDenseStart")

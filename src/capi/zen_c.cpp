@@ -14,7 +14,7 @@
 #include "zen/comm/loopback.hpp"
 #include "zen/cuda/comm.hpp"
 #include "zen/cuda/plan.hpp"
-#include "zen/detail/progress.hpp"
+#include "zen/detail/call_queue.hpp"
 #include "zen/schemes/hierarchical.hpp"
 #include "zen/schemes/scheme.hpp"
 #ifdef ZEN_HAVE_MPI
@@ -545,20 +545,20 @@ zenResult_t zenSparseAllreduceDestroy(zenSparseAllreduce_t op) {
 namespace {
 
 // A communicator operation in call order: behind the non-blocking calls pending on `c` (on its
-// progress thread), or at once when none is pending. In agreed order (zenCommSetCallOrder) a
-// collective is always an agreed call on the progress thread, keyed like a plan setup (plan 0, the
+// call-queue thread), or at once when none is pending. In agreed order (zenCommSetCallOrder) a
+// collective is always an agreed call on the call-queue thread, keyed like a plan setup (plan 0, the
 // communicator's setup count): another thread's plan calls may be queued or running there, in a
 // different order on each rank, and the collective must take the same place among them on every
 // rank. Point-to-point calls and abort involve no agreement (not every rank takes part).
 template <typename F>
 void in_order(zen::Communicator& c, F&& f, bool collective = false) {
-  const bool agreed = collective && c.call_order() == zen::CallOrder::Agreed && !c.on_progress_thread();
-  if (!agreed && !c.progress_busy()) {
+  const bool agreed = collective && c.call_order() == zen::CallOrder::Agreed && !c.on_call_thread();
+  if (!agreed && !c.queue_busy()) {
     f();
     return;
   }
   const zen::detail::CallKey key = agreed ? zen::detail::CallKey{0, c.next_setup_index()} : zen::detail::CallKey{};
-  auto st = c.progress().submit([&f] { f(); }, key);
+  auto st = c.call_queue().submit([&f] { f(); }, key);
   zen::detail::wait_state(*st);
   if (st->error) std::rethrow_exception(st->error);
 }

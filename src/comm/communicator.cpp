@@ -4,7 +4,8 @@
 #include <numeric>
 
 #include "ring.hpp"
-#include "zen/detail/progress.hpp"
+#include "ring_chunk.hpp"
+#include "zen/detail/call_queue.hpp"
 
 namespace zen {
 
@@ -44,40 +45,40 @@ size_t ring_chunk_bytes(size_t count, size_t elem, int n, int i) {
 }
 
 Communicator::Communicator() = default;
-Communicator::~Communicator() { finish_progress(); }
+Communicator::~Communicator() { finish_calls(); }
 
-detail::ProgressQueue& Communicator::progress() {
-  if (auto* q = progress_ptr_.load(std::memory_order_acquire)) return *q;
-  std::lock_guard<std::mutex> lk(progress_mu_);  // several threads may start the first call at once
-  if (!progress_) {
-    progress_ = std::make_unique<detail::ProgressQueue>();
-    progress_ptr_.store(progress_.get(), std::memory_order_release);
+detail::CallQueue& Communicator::call_queue() {
+  if (auto* q = queue_ptr_.load(std::memory_order_acquire)) return *q;
+  std::lock_guard<std::mutex> lk(queue_mu_);  // several threads may start the first call at once
+  if (!queue_) {
+    queue_ = std::make_unique<detail::CallQueue>();
+    queue_ptr_.store(queue_.get(), std::memory_order_release);
   }
-  return *progress_;
+  return *queue_;
 }
-bool Communicator::progress_busy() const {
-  const auto* q = progress_ptr_.load(std::memory_order_acquire);
+bool Communicator::queue_busy() const {
+  const auto* q = queue_ptr_.load(std::memory_order_acquire);
   return q && q->busy_for_caller();
 }
-bool Communicator::on_progress_thread() const {
-  const auto* q = progress_ptr_.load(std::memory_order_acquire);
-  return q && q->on_progress_thread();
+bool Communicator::on_call_thread() const {
+  const auto* q = queue_ptr_.load(std::memory_order_acquire);
+  return q && q->on_call_thread();
 }
-void Communicator::finish_progress() {
-  progress_ptr_.store(nullptr, std::memory_order_release);
-  progress_.reset();
+void Communicator::finish_calls() {
+  queue_ptr_.store(nullptr, std::memory_order_release);
+  queue_.reset();
 }
 
-// Agreed order: before each call the progress thread broadcasts rank 0's oldest pending call (a
+// Agreed order: before each call the call-queue thread broadcasts rank 0's oldest pending call (a
 // 16-byte broadcast on this communicator), and every rank runs that one next.
 void Communicator::set_call_order(CallOrder order) {
   if (order == order_) return;
-  if (progress_busy())
+  if (queue_busy())
     ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(rank()) + " " + backend_name() +
                                         " set_call_order: calls are pending; set it on every rank before they start");
   order_ = order;
   if (order == CallOrder::Submitted) {
-    progress().set_agreement(nullptr);
+    call_queue().set_agreement(nullptr);
     return;
   }
   auto a = std::make_shared<detail::Agreement>();
@@ -89,7 +90,7 @@ void Communicator::set_call_order(CallOrder order) {
   a->give_up = [this](const std::string& why) { abort(why); };
   a->timeout = [this] { return timeout_; };
   a->who = "rank " + std::to_string(rank()) + "/" + std::to_string(size()) + " " + backend_name() + " agreed order";
-  progress().set_agreement(std::move(a));
+  call_queue().set_agreement(std::move(a));
 }
 
 void Communicator::fail(Result code, int peer, const std::string& detail) const {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ring_chunk.hpp"
 #include "zen/comm/communicator.hpp"
 
 namespace zen::ring {

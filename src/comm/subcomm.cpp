@@ -31,7 +31,7 @@ class SubComm final : public Communicator {
     ZEN_ENFORCE(rank_ >= 0, where + "the calling rank is not a member");
     timeout_ = parent.timeout();
   }
-  ~SubComm() override { finish_progress(); }
+  ~SubComm() override { finish_calls(); }
   void check_async_support() const override { parent_.check_async_support(); }
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(members_.size()); }

@@ -19,7 +19,7 @@
 #include "zen/encode/coo.hpp"
 #include "zen/encode/elias_fano.hpp"
 #include "zen/error.hpp"
-#include "zen/hash/hierarchical.hpp"
+#include "zen/hash/region_hash.hpp"
 #include "zen/hash/sort_partition.hpp"
 #include "zen/schemes/scheme.hpp"
 
@@ -42,7 +42,7 @@ constexpr uint64_t kInverseDensity = 16;
 
 // The exchange's buffers (owner_exchange.hpp) and what only balanced needs.
 struct Workspace : plan::OwnerExchange {
-  HierarchicalHash hash;
+  RegionHash hash;
   SortPartition sorter_part;
   HashPartition hp;
   std::vector<uint64_t> sort_a, sort_b;  // sorted pushes: per-slot records and radix scratch
@@ -146,7 +146,7 @@ class Balanced : public plan::Typed<Balanced, Workspace, plan::OwnerExchangePlan
         w.sorter_part.partition(in, part_, &tp, hp, fwd);
         report_.serial_overflows = 0;
       } else {
-        HierarchicalHashConfig cfg;
+        RegionHashConfig cfg;
         cfg.hash_functions = opt_.hash_functions;
         cfg.parallel_factor = opt_.parallel_factor;
         cfg.serial_fraction = opt_.serial_fraction;

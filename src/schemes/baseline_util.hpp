@@ -9,6 +9,7 @@
 
 #include "../comm/ring.hpp"
 #include "plan_util.hpp"
+#include "../comm/ring_chunk.hpp"
 #include "zen/comm/communicator.hpp"
 #include "zen/error.hpp"
 #include "zen/schemes/scheme.hpp"

@@ -1,7 +1,9 @@
+// The scheme helpers of src/schemes/common.hpp: sort-and-reduce, sparse results, imbalance, counts.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 
+#include "common.hpp"
 #include "zen/schemes/scheme.hpp"
 
 namespace zen::detail {

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common.hpp"
 #include "zen/detail/radix_sort.hpp"
 #include "zen/detail/thread_pool.hpp"
 #include "zen/schemes/scheme.hpp"

@@ -10,6 +10,7 @@
 #include <map>
 #include <type_traits>
 
+#include "common.hpp"
 #include "scheme_row.hpp"
 #include "zen/error.hpp"
 
@@ -299,12 +300,12 @@ void SparseAllreduce::finish_output(SparseTensor* sparse_out, void* dense_out) {
 }
 
 namespace {
-// A blocking call goes through the progress queue when non-blocking calls are pending on the
+// A blocking call goes through the call queue when non-blocking calls are pending on the
 // communicator (it queues behind them) or, in agreed order, always (its place in the order is
-// agreed like any call's); on the progress thread itself (a plan inside another plan's call) it runs.
+// agreed like any call's); on the call-queue thread itself (a plan inside another plan's call) it runs.
 bool through_queue(Communicator& c) {
-  if (c.call_order() == CallOrder::Agreed) return !c.progress().on_progress_thread();
-  return c.progress_busy();
+  if (c.call_order() == CallOrder::Agreed) return !c.call_queue().on_call_thread();
+  return c.queue_busy();
 }
 }  // namespace
 
@@ -319,7 +320,7 @@ void SparseAllreduce::run_dense(const SparseView& in, void* dense_out) {
 }
 
 void SparseAllreduce::wait_pending() noexcept {
-  if (comm_.on_progress_thread()) return;  // a plan inside another plan's call has no queued calls
+  if (comm_.on_call_thread()) return;  // a plan inside another plan's call has no queued calls
   std::vector<std::shared_ptr<detail::AsyncState>> calls;
   {
     std::lock_guard<std::mutex> lk(inflight_m_);
@@ -334,7 +335,7 @@ template <typename F>
 Request SparseAllreduce::submit(F&& call) {
   poisoning([&] { comm_.check_async_support(); });
   const detail::CallKey key{plan_id_, calls_.fetch_add(1, std::memory_order_relaxed) + 1};
-  auto st = comm_.progress().submit(std::forward<F>(call), key);
+  auto st = comm_.call_queue().submit(std::forward<F>(call), key);
   {
     std::lock_guard<std::mutex> lk(inflight_m_);
     inflight_.erase(std::remove_if(inflight_.begin(), inflight_.end(),
@@ -357,9 +358,9 @@ Request SparseAllreduce::start_dense(const SparseView& in, void* dense_out) {
 namespace detail {
 std::unique_ptr<SparseAllreduce> setup_in_order(Communicator& comm,
                                                 const std::function<std::unique_ptr<SparseAllreduce>()>& make) {
-  if (comm.call_order() != CallOrder::Agreed || comm.progress().on_progress_thread()) return make();
+  if (comm.call_order() != CallOrder::Agreed || comm.call_queue().on_call_thread()) return make();
   std::unique_ptr<SparseAllreduce> plan;
-  auto st = comm.progress().submit([&] { plan = make(); }, CallKey{0, comm.next_setup_index()});
+  auto st = comm.call_queue().submit([&] { plan = make(); }, CallKey{0, comm.next_setup_index()});
   wait_state(*st);
   if (st->error) std::rethrow_exception(st->error);
   return plan;

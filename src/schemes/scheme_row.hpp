@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "../comm/ring_chunk.hpp"
 #include "zen/comm/communicator.hpp"
 #include "zen/model/cost_model.hpp"
 #include "zen/schemes/scheme.hpp"

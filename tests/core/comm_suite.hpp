@@ -8,6 +8,7 @@
 #include <numeric>
 #include <vector>
 
+#include "../../src/comm/ring_chunk.hpp"  // private: the ring split the traffic counts follow
 #include "zen/comm/communicator.hpp"
 
 namespace zen::test {

@@ -14,7 +14,7 @@
 #include "zen/cuda/kernels.hpp"
 #include "zen/encode/bitmap.hpp"
 #include "zen/encode/coo.hpp"
-#include "zen/hash/hierarchical.hpp"
+#include "zen/hash/region_hash.hpp"
 
 namespace zen::test::kernels {
 
@@ -92,12 +92,12 @@ inline uint64_t check_partition(uint64_t rows, uint32_t n, size_t nnz, IndexType
   v.index_type = IndexType::I64;
   v.indices = idx64.data();
   HashPartition cpu;
-  HierarchicalHashConfig cfg;
+  RegionHashConfig cfg;
   cfg.hash_functions = hp.hash_functions;
   cfg.parallel_factor = hp.parallel_factor;
   cfg.serial_fraction = hp.serial_fraction;
   cfg.seed = hp.seed;
-  hierarchical_partition(v, part, cfg, cpu);
+  region_hash_partition(v, part, cfg, cpu);
   std::vector<char> seen(nnz, 0);
   size_t o = 0;
   for (uint32_t p = 0; p < n; ++p) {

@@ -2,7 +2,8 @@
 // device kernels on host memory (Kernels<Host>) and must equal the CPU schemes bit for bit, at
 // n = 1..8 (one ctest process per rank count), both index widths, all dtypes. The same suites run
 // on a GPU as tests/cuda/test_device_balanced.cpp and test_device_hierarchical.cpp. Also here:
-// host plans refuse device memory, and make_device_plan's names.
+// host plans refuse device memory, and make_device_plan's names, which follow the registry rows' flag
+// kDevicePlan (src/schemes/scheme_row.hpp).
 #include <gtest/gtest.h>
 
 #include "zen/cuda/kernels.hpp"
@@ -12,6 +13,7 @@ using TestBackend = cuda::Host;
 
 #include "balanced_suite.hpp"
 #include "hierarchical_suite.hpp"
+#include "scheme_row.hpp"  // src/schemes (private): the rows and their kDevicePlan flag
 #include "zen/cuda/plan.hpp"
 
 using namespace zen;
@@ -106,5 +108,49 @@ TEST(DevicePlans, MakeDevicePlanByName) {
     auto h = make_scheme("balanced", comm, spec);
     h->run_dense_from_dense(grad.data(), b.data());
     EXPECT_EQ(a, b);
+  });
+}
+
+// Device support is one row flag: make_device_plan builds a plan for exactly the rows that carry
+// kDevicePlan and refuses the others, naming the flagged rows. Two rows registered here (copies of
+// balanced's functions under new names) show that it reads the flag rather than a list of its own:
+// the flagged one is listed among the device schemes and, since the device path has no plan for it,
+// is reported as an internal error, while the unflagged one is refused as a host-only scheme.
+TEST(DevicePlans, DeviceSupportIsTheRowFlag) {
+  const zen::detail::SchemeRow* balanced = zen::detail::find_scheme("balanced");
+  ASSERT_NE(balanced, nullptr);
+  zen::detail::SchemeRow flagged = *balanced, plain = *balanced;
+  flagged.name = "flag_probe_device";
+  flagged.auto_position = plain.auto_position = zen::detail::kNotAuto;
+  flagged.traits = zen::detail::kDevicePlan;
+  plain.name = "flag_probe_host";
+  plain.traits = zen::detail::kSparse;
+  zen::detail::register_scheme(flagged);
+  zen::detail::register_scheme(plain);
+  loopback::run(2, [](Communicator& comm) {
+    const TensorSpec spec{1000, 1, DType::F32};
+    int device_rows = 0;
+    for (const auto& r : zen::detail::scheme_table()) {
+      const std::string name = r.name;
+      if (name == "flag_probe_device") continue;  // below
+      if (r.has(zen::detail::kDevicePlan)) {
+        ++device_rows;
+        auto p = cuda::make_device_plan(name, comm, spec, SchemeOptions{});
+        EXPECT_EQ(p->name(), name);
+      } else {
+        expect_unsupported([&] { cuda::make_device_plan(name, comm, spec, SchemeOptions{}); },
+                           "scheme '" + name + "' has no device implementation (device: balanced, flag_probe_device, "
+                           "hierarchical)");
+      }
+    }
+    EXPECT_EQ(device_rows, 1);  // balanced
+    try {
+      cuda::make_device_plan("flag_probe_device", comm, spec, SchemeOptions{});
+      ADD_FAILURE() << "a flagged row without a device plan was built";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Result::InternalError) << e.what();
+      EXPECT_NE(std::string(e.what()).find("kDevicePlan"), std::string::npos) << e.what();
+    }
+    expect_unsupported([&] { cuda::make_device_plan("no_such_scheme", comm, spec, SchemeOptions{}); }, "no_such_scheme");
   });
 }

@@ -2,7 +2,7 @@
 // ZEN_TEST_THREAD_LEVEL ("multiple" or "serialized", default multiple):
 //  - AgreedOrder: four plans of one communicator in agreed order, each driven from its own thread,
 //    requests started, tested and waited in orders that differ per rank: exact under either level
-//    (every MPI call runs on the communicator's progress thread);
+//    (every MPI call runs on the communicator's call-queue thread);
 //  - SeveralCommunicators: that communicator plus two more (a duplicate of MPI_COMM_WORLD and a split
 //    with the ranks reversed), each driven from its own thread at the same time. Under
 //    MPI_THREAD_MULTIPLE every result is exact; under MPI_THREAD_SERIALIZED zen refuses to call MPI

@@ -301,7 +301,7 @@ TEST(OutputAsyncErrors, AnErrorReachesEveryRanksWait) {
 }
 
 TEST(OutputAsyncErrors, HierarchicalNonBlocking) {
-  // The hierarchical mode runs its sub-communicators' operations on the world's progress thread.
+  // The hierarchical mode runs its sub-communicators' operations on the world's call-queue thread.
   const int n = 6;
   Case cs = test::make_case("sparse1", n, 0);
   const auto ref = test::reference(cs);

@@ -29,7 +29,7 @@ class Tamper final : public Communicator {
  public:
   enum class Where { Push, Pull };
   Tamper(Communicator& in, int bad, Where w, size_t at, uint8_t mask) : in_(in), bad_(bad), where_(w), at_(at), mask_(mask) {}
-  ~Tamper() override { finish_progress(); }
+  ~Tamper() override { finish_calls(); }
   int rank() const override { return in_.rank(); }
   int size() const override { return in_.size(); }
   const char* backend_name() const override { return "tamper"; }

@@ -31,7 +31,7 @@
 namespace zen {
 
 namespace detail {
-class ProgressQueue;
+class CallQueue;
 }
 
 /// How the calls on one communicator are ordered (docs/api.md, "Concurrency").
@@ -64,7 +64,7 @@ class Communicator {
  public:
   using Ms = std::chrono::milliseconds;
   Communicator();
-  /// Derived backends must call finish_progress() first in their destructors when they may have run
+  /// Derived backends must call finish_calls() first in their destructors when they may have run
   /// non-blocking calls (every backend in zen does); here it is a no-op safety net.
   virtual ~Communicator();
 
@@ -134,8 +134,8 @@ class Communicator {
   }
 
   /// The queue that runs this communicator's non-blocking calls in order (created at first use by
-  /// any thread; see zen/detail/progress.hpp).
-  detail::ProgressQueue& progress();
+  /// any thread; see zen/detail/call_queue.hpp).
+  detail::CallQueue& call_queue();
   /// Agreed order lets several threads of a rank drive plans of this communicator (docs/api.md,
   /// "Concurrency"). Call it on every rank, before any call or plan setup on the communicator.
   void set_call_order(CallOrder order);
@@ -145,12 +145,12 @@ class Communicator {
   /// Number for a plan setup started on this communicator (agreed order: setups are agreed calls too).
   uint64_t next_setup_index() { return ++setups_; }
   /// True when non-blocking calls are queued or running on this communicator and the caller is not
-  /// the progress thread: a blocking call must then queue behind them.
-  bool progress_busy() const;
-  /// True on this communicator's progress thread (false while it has none).
-  bool on_progress_thread() const;
+  /// the call-queue thread: a blocking call must then queue behind them.
+  bool queue_busy() const;
+  /// True on this communicator's call-queue thread (false while it has none).
+  bool on_call_thread() const;
   /// Throws Unsupported (naming the rank and the reason) when this backend cannot run operations on
-  /// a progress thread (e.g. MPI initialized below MPI_THREAD_SERIALIZED).
+  /// a call-queue thread (e.g. MPI initialized below MPI_THREAD_SERIALIZED).
   virtual void check_async_support() const {}
 
   /// Mark the communicator failed and tell peers (backends that can) that this rank gave up.
@@ -212,8 +212,8 @@ class Communicator {
   /// here (the communicator forgets them; the backend decides when, or whether, to release them).
   std::vector<std::shared_ptr<void>> take_quarantine() { return std::move(quarantine_); }
 
-  /// Wait for queued non-blocking calls and stop the progress thread (idempotent).
-  void finish_progress();
+  /// Wait for queued non-blocking calls and stop the call-queue thread (idempotent).
+  void finish_calls();
 
   void* stream_ = nullptr;
   Ms timeout_{300000};
@@ -233,15 +233,12 @@ class Communicator {
   CommOp op_ = CommOp::Barrier;
   bool failed_ = false;
   std::string failure_;
-  std::unique_ptr<detail::ProgressQueue> progress_;
-  std::atomic<detail::ProgressQueue*> progress_ptr_{nullptr};  // progress_.get(), readable by any thread
-  std::mutex progress_mu_;                                       // creation of progress_
+  std::unique_ptr<detail::CallQueue> queue_;
+  std::atomic<detail::CallQueue*> queue_ptr_{nullptr};  // queue_.get(), readable by any thread
+  std::mutex queue_mu_;                                       // creation of queue_
   CallOrder order_ = CallOrder::Submitted;
-  uint64_t plan_ids_ = 0;  // setups run on one thread at a time (agreed order: the progress thread)
+  uint64_t plan_ids_ = 0;  // setups run on one thread at a time (agreed order: the call-queue thread)
   std::atomic<uint64_t> setups_{0};
 };
-
-/// Bytes of chunk i when `total` bytes (of `elem`-byte elements) are split into n near-equal chunks.
-size_t ring_chunk_bytes(size_t count, size_t elem, int n, int i);
 
 }  // namespace zen

@@ -50,7 +50,7 @@ enum DeviceErrorCode : uint32_t {
 const char* device_error_name(uint32_t code);
 
 // ---------------------------------------------------------------------------------------------
-// Hierarchical hashing (Zen §4): one thread per non-zero; owner p = h0(idx) and the owner-local
+// Region hashing (Zen §4): one thread per non-zero; owner p = h0(idx) and the owner-local
 // position come from zen::Partitioner (the CPU code, unchanged); k second-level hashes (the CPU's
 // seeds and multiply-high reduction) try a compare-and-swap on p's parallel region (cap1 slots
 // holding entry ids, EMPTY = 0xFFFFFFFF); the rest take a slot of p's serial region (cap2) from

@@ -1,7 +1,7 @@
 #pragma once
 // Sort partition: the push partitioner of balanced when its pushes go sorted (Elias-Fano or bitmap
 // index parts: small rows under Auto). Each entry's owner p and position q come from h0, as in
-// hierarchical hashing; then one stable radix sort of (p, q, entry) records groups the entries by
+// region hashing; then one stable radix sort of (p, q, entry) records groups the entries by
 // owner, orders each owner's keys by position (what a sorted push needs anyway) and puts equal keys
 // next to each other in input order, where they are merged: the key's first entry is its
 // representative, and the caller sums the others onto it in ascending entry order, as with the hash
@@ -16,7 +16,7 @@
 
 #include "zen/detail/thread_pool.hpp"
 #include "zen/hash/hash.hpp"
-#include "zen/hash/hierarchical.hpp"
+#include "zen/hash/region_hash.hpp"
 #include "zen/tensor.hpp"
 
 namespace zen {

@@ -17,7 +17,7 @@
 //    after its first call on a given size it allocates nothing on later calls of the same or a
 //    smaller size (balanced, allgather, sparse_ps, dense, dense_native; `out` keeps its capacity).
 //  - non-blocking form (start / start_dense -> Request, then wait() or test()): the call runs on the
-//    communicator's progress thread (zen/detail/progress.hpp) while the caller computes; calls on one
+//    communicator's call-queue thread (zen/detail/call_queue.hpp) while the caller computes; calls on one
 //    communicator run in the order they were started, which must be the same on every rank (or in
 //    the order the ranks agree on, CallOrder::Agreed, when several threads drive plans of one
 //    communicator; docs/api.md "Concurrency"). The input and output buffers must stay untouched
@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "zen/comm/communicator.hpp"
-#include "zen/detail/progress.hpp"
+#include "zen/detail/call_queue.hpp"
 #include "zen/detail/thread_pool.hpp"
 #include "zen/tensor.hpp"
 
@@ -206,13 +206,13 @@ class SparseAllreduce : public Plan {
   /// Sum `in` over all ranks into a dense buffer of N values of the spec's dtype (overwritten).
   void run_dense(const SparseView& in, void* dense_out) override;
   /// Non-blocking run(): `in`'s buffers and `out` must stay valid and untouched until completion.
-  /// Errors found before the call is queued (e.g. a backend without progress-thread support) throw here.
+  /// Errors found before the call is queued (e.g. a backend without call-queue support) throw here.
   Request start(const SparseView& in, SparseTensor& out) override;
   /// Non-blocking run_dense().
   Request start_dense(const SparseView& in, void* dense_out) override;
 
   /// Block until every non-blocking call of this plan has finished (what the destructor does first;
-  /// no-op on the communicator's progress thread).
+  /// no-op on the communicator's call-queue thread).
   void wait_pending() noexcept;
 
   /// The output options given at setup (SchemeOptions::output).
@@ -239,7 +239,7 @@ class SparseAllreduce : public Plan {
     double t0_;
   };
 
-  /// Wait until no non-blocking call of this plan is pending (wait_pending(); no-op on the progress
+  /// Wait until no non-blocking call of this plan is pending (wait_pending(); no-op on the call-queue
   /// thread). The factory's final class (plan::Quiesced) calls it first in its destructor.
   void quiesce() noexcept { wait_pending(); }
 
@@ -275,7 +275,7 @@ class SparseAllreduce : public Plan {
 
 namespace detail {
 /// Run a plan setup (`make`) in the communicator's call order: directly, or (agreed order, outside
-/// the progress thread) as an agreed call on the progress thread, so that setups of plans on a
+/// the call-queue thread) as an agreed call on the call-queue thread, so that setups of plans on a
 /// communicator that other threads are using never run beside their calls.
 std::unique_ptr<SparseAllreduce> setup_in_order(Communicator& comm,
                                                 const std::function<std::unique_ptr<SparseAllreduce>()>& make);
@@ -292,24 +292,5 @@ const std::vector<std::string>& scheme_names();
 
 /// "auto", "coo", "bitmap" or "ef" (Elias-Fano); throws InvalidArgument naming the value otherwise.
 IndexEncoding parse_index_encoding(const std::string& name);
-
-// ---- helpers shared by the scheme implementations (src/schemes/common.cpp) ----
-namespace detail {
-/// Sort (key, value-row) pairs by key (stable) and sum equal keys in order, accumulating in
-/// accum_of<T>. Output keys are strictly increasing.
-void sort_and_reduce(std::vector<int64_t>& keys, std::vector<uint8_t>& values, uint32_t row_width, DType t);
-/// Merge sorted-or-not COO contributions into `out` (sorted, union support, sum in input order).
-void write_sparse_result(std::vector<int64_t>&& keys, std::vector<uint8_t>&& values, const TensorSpec& spec,
-                         SparseTensor& out);
-/// Scatter a sorted sparse result into a zeroed dense buffer.
-void sparse_to_dense(const SparseTensor& s, void* dense);
-double seconds_now();
-/// max/mean of a load vector (1 when everything is zero): the imbalance the schemes report.
-double imbalance(const std::vector<uint64_t>& load);
-/// Alltoall of one uint64 per peer (entry counts): returns what every peer sent to this rank.
-std::vector<uint64_t> alltoall_counts(Communicator& comm, const std::vector<uint64_t>& send);
-/// Throw Unsupported naming `where`, the rank, `scheme` and the backend unless `comm` holds host memory.
-void require_host_memory(const Communicator& comm, const char* where, const std::string& scheme);
-}  // namespace detail
 
 }  // namespace zen

@@ -2,6 +2,7 @@
 // straight out of the poster's memory, and a rank leaves only when every peer is done with its
 // buffers; the dense allreduce is a shared-memory reduce-scatter (rank r sums chunk r over all ranks
 // in rank order) + allgather. The class: loopback_comm.hpp.
+#include "../ring_chunk.hpp"
 #include "loopback_comm.hpp"
 
 namespace zen::loopback::impl {

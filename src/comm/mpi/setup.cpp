@@ -326,7 +326,7 @@ void MpiComm::check_async_support() const {
 }
 
 MpiComm::~MpiComm() {
-  finish_progress();  // non-blocking calls still queued run (or fail) before the backend goes
+  finish_calls();  // non-blocking calls still queued run (or fail) before the backend goes
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) {

@@ -1,10 +1,10 @@
-// Hierarchical hashing with source-side merging of equal keys (see zen/hash/hierarchical.hpp).
+// Region hashing with source-side merging of equal keys (see zen/hash/region_hash.hpp).
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "zen/error.hpp"
-#include "zen/hash/hierarchical.hpp"
+#include "zen/hash/region_hash.hpp"
 
 namespace zen {
 
@@ -22,7 +22,7 @@ inline bool cas_slot(uint32_t* p, uint32_t& expected, uint32_t desired) {
   return __atomic_compare_exchange_n(p, &expected, desired, true, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
-struct HierarchicalHash::Impl {
+struct RegionHash::Impl {
   std::unique_ptr<uint32_t[]> par;  // parallel regions; all EMPTY between calls
   size_t par_cap = 0;
   bool par_dirty = false;  // a call ended early: clear everything before the next one
@@ -41,18 +41,18 @@ struct HierarchicalHash::Impl {
   std::vector<uint64_t> ecnt;  // per (entry task, owner): parallel keys, then the task's cursor
 };
 
-HierarchicalHash::HierarchicalHash() : impl_(std::make_unique<Impl>()) {}
-HierarchicalHash::~HierarchicalHash() = default;
+RegionHash::RegionHash() : impl_(std::make_unique<Impl>()) {}
+RegionHash::~RegionHash() = default;
 
-void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, const HierarchicalHashConfig& cfg,
+void RegionHash::partition(const SparseView& in, const Partitioner& part, const RegionHashConfig& cfg,
                                  detail::ThreadPool* pool, HashPartition& out, const uint32_t* fwd) {
   Impl& s = *impl_;
   const size_t nnz = in.nnz;
   const uint32_t n = part.n_owners;
   const uint64_t R = part.n_items;
-  ZEN_ENFORCE(nnz < 0x7FFFFFFFull, "hierarchical hashing: " + std::to_string(nnz) + " entries exceed 2^31-1 per call");
+  ZEN_ENFORCE(nnz < 0x7FFFFFFFull, "region hashing: " + std::to_string(nnz) + " entries exceed 2^31-1 per call");
   ZEN_ENFORCE(cfg.hash_functions >= 1 && cfg.hash_functions <= 16,
-              "hierarchical hashing: hash function count " + std::to_string(cfg.hash_functions) + " outside [1, 16]");
+              "region hashing: hash function count " + std::to_string(cfg.hash_functions) + " outside [1, 16]");
   const double r1 = std::max(0.0, cfg.parallel_factor) * static_cast<double>(nnz);
   size_t cap1 = std::max<size_t>(16, static_cast<size_t>(std::ceil(r1 / n)));
   while (static_cast<uint64_t>(cap1) * n >= 0x7FFFFFF0ull && cap1 > 16) cap1 /= 2;  // slot ids fit 31 bits
@@ -206,7 +206,7 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
   uint64_t bad = ~uint64_t{0};
   for (int t = 0; t < tasks; ++t) bad = std::min(bad, s.task_bad[static_cast<size_t>(t)]);
   if (bad != ~uint64_t{0})
-    ZEN_THROW(Result::InvalidArgument, "hierarchical hashing: index " + std::to_string(in.index_at(bad)) + " at entry " +
+    ZEN_THROW(Result::InvalidArgument, "region hashing: index " + std::to_string(in.index_at(bad)) + " at entry " +
                                            std::to_string(bad) + " is outside [0, " + std::to_string(R) + ")");
 
   // Tails: serial region then spill, per owner; merged by a sort on (index, entry id).
@@ -363,10 +363,10 @@ void HierarchicalHash::partition(const SparseView& in, const Partitioner& part, 
   for (uint32_t p = 0; p < n; ++p) out.overflowed_owners += s.spilled_owner[p];
 }
 
-void hierarchical_partition(const SparseView& in, const Partitioner& part, const HierarchicalHashConfig& cfg,
+void region_hash_partition(const SparseView& in, const Partitioner& part, const RegionHashConfig& cfg,
                             HashPartition& out) {
   detail::ThreadPool pool(cfg.threads > 0 ? cfg.threads : detail::affinity_cores());
-  HierarchicalHash h;
+  RegionHash h;
   h.partition(in, part, cfg, &pool, out);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 /// @file
-/// The progress thread behind non-blocking calls (SparseAllreduce::start / start_dense).
+/// The call queue behind non-blocking calls (SparseAllreduce::start / start_dense): one thread per
+/// communicator runs them (named CallQueue, not "progress", which is the tools' progress bar).
 ///
 /// One queue per communicator, created at the first non-blocking call: a single thread runs the
 /// submitted calls one after another, so calls on one communicator never interleave. By default it
@@ -10,7 +11,7 @@
 /// exists (no thread, no cost) for callers that only block.
 ///
 /// Agreed order (Communicator::set_call_order(CallOrder::Agreed), docs/api.md "Concurrency"): calls
-/// carry a key (plan, call number) and the ranks agree on which one runs next: the progress thread
+/// carry a key (plan, call number) and the ranks agree on which one runs next: the call-queue thread
 /// calls Agreement::agree with the key of its oldest pending call, which returns the key every rank
 /// runs (rank 0's, by a broadcast), and then runs that call once it has been submitted here too.
 /// So threads of one rank may start the calls of different plans in any order.
@@ -58,20 +59,20 @@ struct Agreement {
   std::string who;  ///< "rank r/n backend" for messages
 };
 
-class ProgressQueue {
+class CallQueue {
  public:
-  ProgressQueue();
+  CallQueue();
   /// Runs what is still queued, then joins the thread.
-  ~ProgressQueue();
-  ProgressQueue(const ProgressQueue&) = delete;
-  ProgressQueue& operator=(const ProgressQueue&) = delete;
+  ~CallQueue();
+  CallQueue(const CallQueue&) = delete;
+  CallQueue& operator=(const CallQueue&) = delete;
 
   /// Queue `task`; the returned state completes (with the task's exception, if any) once it has run.
   std::shared_ptr<AsyncState> submit(std::function<void()> task, CallKey key = {});
-  /// True when calls are queued or running and the caller is not the progress thread itself.
+  /// True when calls are queued or running and the caller is not the call-queue thread itself.
   bool busy_for_caller() const;
-  /// True on the progress thread (a call running there is already in order).
-  bool on_progress_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
+  /// True on the call-queue thread (a call running there is already in order).
+  bool on_call_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
   /// Install the agreement (agreed order). Only while nothing is queued.
   void set_agreement(std::shared_ptr<Agreement> a);
 
@@ -90,7 +91,7 @@ class ProgressQueue {
   bool stop_ = false;
   std::atomic<int> pending_{0};
   std::shared_ptr<Agreement> agreement_;
-  bool agreement_failed_ = false;  // progress thread only
+  bool agreement_failed_ = false;  // call-queue thread only
   std::thread thread_;
 };
 

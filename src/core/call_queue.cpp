@@ -1,14 +1,14 @@
-// The progress thread of non-blocking calls (include/zen/detail/progress.hpp): submission order, or
+// The call queue of non-blocking calls (include/zen/detail/call_queue.hpp): submission order, or
 // the order the ranks agree on (agreed order).
-#include "zen/detail/progress.hpp"
+#include "zen/detail/call_queue.hpp"
 
 #include <algorithm>
 
 namespace zen::detail {
 
-ProgressQueue::ProgressQueue() : thread_([this] { loop(); }) {}
+CallQueue::CallQueue() : thread_([this] { loop(); }) {}
 
-ProgressQueue::~ProgressQueue() {
+CallQueue::~CallQueue() {
   {
     std::lock_guard<std::mutex> lk(m_);
     stop_ = true;
@@ -17,7 +17,7 @@ ProgressQueue::~ProgressQueue() {
   thread_.join();
 }
 
-std::shared_ptr<AsyncState> ProgressQueue::submit(std::function<void()> task, CallKey key) {
+std::shared_ptr<AsyncState> CallQueue::submit(std::function<void()> task, CallKey key) {
   auto state = std::make_shared<AsyncState>();
   {
     std::lock_guard<std::mutex> lk(m_);
@@ -28,17 +28,17 @@ std::shared_ptr<AsyncState> ProgressQueue::submit(std::function<void()> task, Ca
   return state;
 }
 
-void ProgressQueue::set_agreement(std::shared_ptr<Agreement> a) {
+void CallQueue::set_agreement(std::shared_ptr<Agreement> a) {
   std::lock_guard<std::mutex> lk(m_);
   agreement_ = std::move(a);
 }
 
-bool ProgressQueue::busy_for_caller() const {
-  return pending_.load(std::memory_order_acquire) > 0 && !on_progress_thread();
+bool CallQueue::busy_for_caller() const {
+  return pending_.load(std::memory_order_acquire) > 0 && !on_call_thread();
 }
 
 // Only this thread removes items, so the front seen here stays the front until it is taken.
-bool ProgressQueue::take_agreed(Item& it) {
+bool CallQueue::take_agreed(Item& it) {
   std::shared_ptr<Agreement> a;
   CallKey mine;
   {
@@ -79,7 +79,7 @@ bool ProgressQueue::take_agreed(Item& it) {
   return false;
 }
 
-void ProgressQueue::loop() {
+void CallQueue::loop() {
   for (;;) {
     Item it;
     {

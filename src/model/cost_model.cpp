@@ -1,8 +1,9 @@
-// The cost model (include/zen/model/cost_model.hpp): the byte formulas of docs/algorithms.md on
+// The cost model (include/zen/model/cost_model.hpp; in the schemes layer, zen_schemes, since it
+// replays the scheme rows and auto uses it): the byte formulas of docs/algorithms.md on
 // Counts, and an alpha-beta time.
 #include "zen/model/cost_model.hpp"
 
-#include "scheme_row.hpp"
+#include "../schemes/scheme_row.hpp"
 
 #include <algorithm>
 #include <cmath>

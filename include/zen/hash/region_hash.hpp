@@ -1,5 +1,6 @@
 #pragma once
-// Hierarchical hashing (Zen §4), CPU implementation: the push partitioner of the balanced scheme.
+// Region hashing (Zen §4, which calls it "hierarchical hashing"; renamed here so that "hierarchical"
+// names only the two-level scheme), CPU implementation: the push partitioner of the balanced scheme.
 //
 // For each input entry e with row index idx: owner p = h0(idx) (Partitioner, identical on all
 // ranks) and its owner-local position. Then k second-level hashes h_1..h_k place idx in p's parallel
@@ -48,7 +49,7 @@ struct HashPartition {
   size_t count(size_t p) const { return offsets[p + 1] - offsets[p]; }
 };
 
-struct HierarchicalHashConfig {
+struct RegionHashConfig {
   int hash_functions = 3;
   double parallel_factor = 2.0;
   double serial_fraction = 0.1;
@@ -57,14 +58,14 @@ struct HierarchicalHashConfig {
 };
 
 /// The hash table and per-entry scratch of one plan, reused across calls.
-class HierarchicalHash {
+class RegionHash {
  public:
-  HierarchicalHash();
-  ~HierarchicalHash();
+  RegionHash();
+  ~RegionHash();
   /// Partition the entries of `in` over the owners of `part`. `fwd` (optional): fwd[idx] = pi(idx)
   /// for every row (a cached forward table; null: evaluate pi). Indices outside [0, N/D) throw
   /// InvalidArgument naming the entry (checked even when the caller skipped validation).
-  void partition(const SparseView& in, const Partitioner& part, const HierarchicalHashConfig& cfg,
+  void partition(const SparseView& in, const Partitioner& part, const RegionHashConfig& cfg,
                  detail::ThreadPool* pool, HashPartition& out, const uint32_t* fwd = nullptr);
 
  private:
@@ -73,7 +74,7 @@ class HierarchicalHash {
 };
 
 /// One-shot convenience (a throwaway table and pool).
-void hierarchical_partition(const SparseView& in, const Partitioner& part, const HierarchicalHashConfig& cfg,
+void region_hash_partition(const SparseView& in, const Partitioner& part, const RegionHashConfig& cfg,
                             HashPartition& out);
 
 }  // namespace zen
