@@ -123,27 +123,12 @@ void MpiComm::do_sendrecv(const void* sbuf, size_t sbytes, int dst, void* rbuf, 
 }
 
 void MpiComm::do_allgather(const void* sbuf, size_t bytes, void* rbuf) {
-  const size_t n = static_cast<size_t>(size_), total = bytes * n;
+  const size_t total = bytes * static_cast<size_t>(size_);
   if (total > max_message_bytes()) {
     Communicator::do_allgather(sbuf, bytes, rbuf);  // pieces over point to point
     return;
   }
-  progress_sends();
-  coll_tag();
-  const Mem m = owner() ? Mem::Owned : (total <= kStageLimit ? Mem::Staged : Mem::Caller);
-  if (m == Mem::Caller) handshake();
-  const void* s = sbuf;
-  void* r = rbuf;
-  if (m == Mem::Staged) {
-    s = stage_bytes(stage_->s, bytes);
-    if (bytes) std::memcpy(const_cast<void*>(s), sbuf, bytes);
-    r = stage_bytes(stage_->r, total);
-  }
-  q_.clear();
-  post_native(MPI_Iallgather(s, static_cast<int>(bytes), MPI_BYTE, r, static_cast<int>(bytes), MPI_BYTE, comm_, native_slot()),
-              "MPI_Iallgather");
-  wait(m);
-  if (m == Mem::Staged && total) std::memcpy(rbuf, r, total);
+  native_fixed(MPI_Iallgather, "MPI_Iallgather", sbuf, bytes, bytes, rbuf, total);
 }
 
 void MpiComm::do_alltoall(const void* sbuf, size_t bytes, void* rbuf) {
@@ -152,22 +137,29 @@ void MpiComm::do_alltoall(const void* sbuf, size_t bytes, void* rbuf) {
     Communicator::do_alltoall(sbuf, bytes, rbuf);
     return;
   }
+  native_fixed(MPI_Ialltoall, "MPI_Ialltoall", sbuf, total, bytes, rbuf, total);
+}
+
+// One native collective of fixed block size (`block` bytes per peer): `sbytes` bytes of `sbuf`
+// in, `rbytes` bytes into `rbuf`; where the buffers live (Mem: owned, staged up to kStageLimit, or
+// the caller's after a handshake) decides how a failure is made memory-safe.
+void MpiComm::native_fixed(NativeFixed fn, const char* what, const void* sbuf, size_t sbytes, size_t block, void* rbuf,
+                           size_t rbytes) {
   progress_sends();
   coll_tag();
-  const Mem m = owner() ? Mem::Owned : (total <= kStageLimit ? Mem::Staged : Mem::Caller);
+  const Mem m = owner() ? Mem::Owned : (rbytes <= kStageLimit ? Mem::Staged : Mem::Caller);
   if (m == Mem::Caller) handshake();
   const void* s = sbuf;
   void* r = rbuf;
   if (m == Mem::Staged) {
-    s = stage_bytes(stage_->s, total);
-    if (total) std::memcpy(const_cast<void*>(s), sbuf, total);
-    r = stage_bytes(stage_->r, total);
+    s = stage_bytes(stage_->s, sbytes);
+    if (sbytes) std::memcpy(const_cast<void*>(s), sbuf, sbytes);
+    r = stage_bytes(stage_->r, rbytes);
   }
   q_.clear();
-  post_native(MPI_Ialltoall(s, static_cast<int>(bytes), MPI_BYTE, r, static_cast<int>(bytes), MPI_BYTE, comm_, native_slot()),
-              "MPI_Ialltoall");
+  post_native(fn(s, static_cast<int>(block), MPI_BYTE, r, static_cast<int>(block), MPI_BYTE, comm_, native_slot()), what);
   wait(m);
-  if (m == Mem::Staged && total) std::memcpy(rbuf, r, total);
+  if (m == Mem::Staged && rbytes) std::memcpy(rbuf, r, rbytes);
 }
 
 void MpiComm::do_allreduce(void* buf, size_t count, DType dtype, ReduceOp op) {

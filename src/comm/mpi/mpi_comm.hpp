@@ -135,6 +135,10 @@ class MpiComm final : public Communicator {
   void do_sendrecv(const void* sbuf, size_t sbytes, int dst, void* rbuf, size_t rbytes, int src, int tag) override;
   void do_allgather(const void* sbuf, size_t bytes, void* rbuf) override;
   void do_alltoall(const void* sbuf, size_t bytes, void* rbuf) override;
+  /// MPI_Iallgather / MPI_Ialltoall: one native collective of fixed block size (data_path.cpp).
+  using NativeFixed = int (*)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm, MPI_Request*);
+  void native_fixed(NativeFixed fn, const char* what, const void* sbuf, size_t sbytes, size_t block, void* rbuf,
+                    size_t rbytes);
   void do_allreduce(void* buf, size_t count, DType dtype, ReduceOp op) override;
   void blocking_allreduce(void* buf, size_t count, DType dtype, ReduceOp op, PieceDone done = {});
   void blocking_allreduce_pieces(void* buf, size_t count, size_t es, MPI_Datatype type, MPI_Op mop, size_t piece_bytes,
