@@ -239,24 +239,59 @@ class BalancedImpl final : public DeviceBalanced::Core {
     run(L_.rows_list, IndexType::I64, h_.scalars[1], d_grad, L_.rows_list, d_out);
   }
 
+  // One call: the owner exchange of the host schemes (src/schemes/owner_exchange.hpp) as the same
+  // named stages, with the same phase names and the same bytes on the wire (src/encode/wire.hpp);
+  // each stage is a kernel sequence plus the host syncs it needs (three per call).
   void run(const void* indices, IndexType it, size_t nnz, const void* values, const int64_t* value_row,
            void* d_out) override {
-    const int n = comm_.size(), me = comm_.rank();
-    void* s = stream();
     ZEN_ENFORCE(nnz <= d_.E, where() + "input has " + std::to_string(nnz) + " rows, more than max_nnz " +
                                  std::to_string(d_.E) + " the workspace was sized for");
-    // 1. Hash partition.
-    {
-      PhaseRec ph(*this, "hash");
-      K::hash_partition(pp_.hash, indices, it, nnz, part_, L_.hash_ws, pp_.hash.bytes, L_.entry, L_.pos, L_.counts,
-                        L_.serial, L_.spilled, L_.err, s);
-    }
-    // 2. Counts: alltoall of 8-byte counts, then host sync #1.
+    // 1. Partition: h0 owner and region-hash position of every entry.
+    partition(indices, it, nnz);
+    // 2. Layout: exchange the counts (host sync #1), check spills and the receive capacity, size the
+    //    push segments.
+    layout_push(nnz);
+    // 3. Push: pack each owner's segment (COO keys, value rows), alltoallv.
+    push(nnz, values, value_row);
+    // 4. Reduce: owner sums in compact per-owner space (host sync #2 for K).
+    const uint64_t K = reduce();
+    // 5. Publish (K, pushed rows, pull encoding) and lay out the pull buffer (host sync #3).
+    publish_meta(K);
+    // 6. Write this owner's pull message.
+    write_pull(K);
+    // 7. Pull: allgatherv of every owner's message.
+    pull();
+    // 8. Decode every owner's part into the dense output (left enqueued).
+    decode(d_out);
+    ++calls_;
+  }
+
+ private:
+  // What one call's stages hand on (host side; grown once, reused).
+  struct CallState {
+    std::vector<size_t> c8, d8, sbytes, sdispl, rbytes, rdispl, pbytes, pdispl;
+    std::vector<OwnerMeta> meta;
+    std::vector<uint64_t> pushed, results;
+    uint64_t received = 0;  // rows this owner received
+    uint64_t m = 0;         // size of this rank's owner set
+    bool use_bitmap = false;
+  };
+
+  void partition(const void* indices, IndexType it, size_t nnz) {
+    PhaseRec ph(*this, "hash");
+    K::hash_partition(pp_.hash, indices, it, nnz, part_, L_.hash_ws, pp_.hash.bytes, L_.entry, L_.pos, L_.counts,
+                      L_.serial, L_.spilled, L_.err, stream());
+  }
+
+  void layout_push(size_t nnz) {
+    const int n = comm_.size();
+    CallState& x = x_;
     {
       PhaseRec ph(*this, "counts");
-      std::vector<size_t> c8(n, 8), d8(n);
-      for (int p = 0; p < n; ++p) d8[p] = 8 * static_cast<size_t>(p);
-      comm_.alltoallv(L_.counts, c8.data(), d8.data(), L_.rcounts, c8.data(), d8.data());
+      x.c8.assign(n, 8);
+      x.d8.resize(n);
+      for (int p = 0; p < n; ++p) x.d8[p] = 8 * static_cast<size_t>(p);
+      comm_.alltoallv(L_.counts, x.c8.data(), x.d8.data(), L_.rcounts, x.c8.data(), x.d8.data());
       d2h(h_.counts, L_.counts, 8 * n);
       d2h(h_.rcounts, L_.rcounts, 8 * n);
       d2h(h_.serial, L_.serial, 4 * n);
@@ -269,122 +304,143 @@ class BalancedImpl final : public DeviceBalanced::Core {
     const HashCaps caps = hash_caps(nnz, static_cast<uint32_t>(n), d_.hp);
     report_.serial_overflows = 0;
     for (int p = 0; p < n; ++p) report_.serial_overflows += h_.serial[p] > caps.cap2 ? 1 : 0;
-    std::vector<size_t> sbytes(n), sdispl(n), rbytes(n), rdispl(n);
+    x.sbytes.resize(n);
+    x.sdispl.resize(n);
+    x.rbytes.resize(n);
+    x.rdispl.resize(n);
     size_t stotal = 0, rtotal = 0;
-    uint64_t received = 0;
+    x.received = 0;
     for (int p = 0; p < n; ++p) {
-      sbytes[p] = h_.counts[p] * d_.eb;
-      sdispl[p] = stotal;
-      stotal += sbytes[p];
-      rbytes[p] = h_.rcounts[p] * d_.eb;
-      rdispl[p] = rtotal;
-      rtotal += rbytes[p];
-      received += h_.rcounts[p];
+      x.sbytes[p] = h_.counts[p] * d_.eb;
+      x.sdispl[p] = stotal;
+      stotal += x.sbytes[p];
+      x.rbytes[p] = h_.rcounts[p] * d_.eb;
+      x.rdispl[p] = rtotal;
+      rtotal += x.rbytes[p];
+      x.received += h_.rcounts[p];
     }
-    if (received > d_.Rc)
-      ZEN_THROW(Result::InvalidArgument, where() + "the push delivers " + std::to_string(received) +
+    if (x.received > d_.Rc)
+      ZEN_THROW(Result::InvalidArgument, where() + "the push delivers " + std::to_string(x.received) +
                                              " entries to this rank, more than the agreed recv_capacity " +
                                              std::to_string(d_.Rc) + " (raise DeviceBalancedLimits::recv_capacity)");
-    // 3. Push: pack (device displacements computed from the same counts), alltoallv.
-    {
-      K::segment_displacements(L_.counts, static_cast<uint32_t>(n), d_.eb, L_.sdispl, L_.item_off, s);
-      K::pack_push(L_.entry, L_.pos, nnz, L_.item_off, L_.sdispl, static_cast<uint32_t>(n), values, value_row, d_.D,
-                   spec_.dtype, static_cast<int>(d_.isz), L_.sbuf, s);
-      PhaseRec ph(*this, "push");
-      comm_.alltoallv(L_.sbuf, sbytes.data(), sdispl.data(), L_.rbuf, rbytes.data(), rdispl.data());
-    }
-    // 4. Owner sums in compact per-owner space; host sync #2 for K.
-    const uint64_t m = part_.owner_size(static_cast<uint32_t>(me));
-    {
-      PhaseRec ph(*this, "aggregate");
-      K::segment_displacements(L_.rcounts, static_cast<uint32_t>(n), d_.eb, L_.rdispl, nullptr, s);
-      K::owner_aggregate(pp_.agg, L_.rbuf, L_.rcounts, L_.rdispl, static_cast<uint32_t>(n), received, m, d_.D,
-                         spec_.dtype, static_cast<int>(d_.isz), L_.agg_ws, pp_.agg.bytes, L_.res_pos, L_.res_val,
-                         L_.num_runs, L_.err, s);
-      d2h(&h_.scalars[2], L_.num_runs, 8);
-      d2h(h_.err, L_.err, sizeof(DeviceError));
-      wait();
-      check_device_error("found by the owner aggregation");
-    }
-    const uint64_t K = h_.scalars[2];
-    // 5. Pull encoding choice and meta exchange (host sync #3).
-    const size_t bitmap_b = encode::bitmap_bytes(m), coo_b = K * d_.isz;
-    const bool use_bitmap = opt_.pull == PullEncoding::Bitmap || (opt_.pull == PullEncoding::Auto && bitmap_b < coo_b);
+  }
+
+  void push(size_t nnz, const void* values, const int64_t* value_row) {
+    const auto n = static_cast<uint32_t>(comm_.size());
+    void* s = stream();
+    K::segment_displacements(L_.counts, n, d_.eb, L_.sdispl, L_.item_off, s);
+    K::pack_push(L_.entry, L_.pos, nnz, L_.item_off, L_.sdispl, n, values, value_row, d_.D, spec_.dtype,
+                 static_cast<int>(d_.isz), L_.sbuf, s);
+    PhaseRec ph(*this, "push");
+    comm_.alltoallv(L_.sbuf, x_.sbytes.data(), x_.sdispl.data(), L_.rbuf, x_.rbytes.data(), x_.rdispl.data());
+  }
+
+  uint64_t reduce() {
+    const auto n = static_cast<uint32_t>(comm_.size());
+    void* s = stream();
+    x_.m = part_.owner_size(static_cast<uint32_t>(comm_.rank()));
+    PhaseRec ph(*this, "aggregate");
+    K::segment_displacements(L_.rcounts, n, d_.eb, L_.rdispl, nullptr, s);
+    K::owner_aggregate(pp_.agg, L_.rbuf, L_.rcounts, L_.rdispl, n, x_.received, x_.m, d_.D, spec_.dtype,
+                       static_cast<int>(d_.isz), L_.agg_ws, pp_.agg.bytes, L_.res_pos, L_.res_val, L_.num_runs, L_.err,
+                       s);
+    d2h(&h_.scalars[2], L_.num_runs, 8);
+    d2h(h_.err, L_.err, sizeof(DeviceError));
+    wait();
+    check_device_error("found by the owner aggregation");
+    return h_.scalars[2];
+  }
+
+  void publish_meta(uint64_t K) {
+    const int n = comm_.size();
+    CallState& x = x_;
+    const size_t bitmap_b = encode::bitmap_bytes(x.m), coo_b = K * d_.isz;
+    x.use_bitmap = opt_.pull == PullEncoding::Bitmap || (opt_.pull == PullEncoding::Auto && bitmap_b < coo_b);
     {
       PhaseRec ph(*this, "meta");
-      OwnerMeta mine{K, received, use_bitmap ? wire::kEncBitmap : wire::kEncCoo};
+      OwnerMeta mine{K, x.received, x.use_bitmap ? wire::kEncBitmap : wire::kEncCoo};
       std::memcpy(h_.meta, &mine, sizeof mine);
       h2d(L_.meta, h_.meta, sizeof mine);
-      std::vector<size_t> c(n, sizeof mine), dsp(n);
-      for (int p = 0; p < n; ++p) dsp[p] = p * sizeof mine;
-      comm_.allgatherv(L_.meta, sizeof mine, L_.meta + 3, c.data(), dsp.data());
+      x.c8.assign(n, sizeof mine);
+      x.d8.resize(n);
+      for (int p = 0; p < n; ++p) x.d8[p] = p * sizeof mine;
+      comm_.allgatherv(L_.meta, sizeof mine, L_.meta + 3, x.c8.data(), x.d8.data());
       d2h(h_.meta + 3, L_.meta + 3, n * sizeof mine);
       wait();
     }
-    std::vector<OwnerMeta> meta(n);
-    std::memcpy(meta.data(), h_.meta + 3, n * sizeof(OwnerMeta));
-    std::vector<size_t> pbytes(n), pdispl(n);
+    x.meta.resize(n);
+    std::memcpy(x.meta.data(), h_.meta + 3, n * sizeof(OwnerMeta));
+    x.pbytes.resize(n);
+    x.pdispl.resize(n);
+    x.pushed.resize(n);
+    x.results.resize(n);
     size_t ptotal = 0;
     uint64_t total_rows = 0;
-    std::vector<uint64_t> pushed(n), results(n);
     int nbitmap = 0;
     for (int p = 0; p < n; ++p) {
+      const OwnerMeta& mp_meta = x.meta[p];
       const uint64_t mp = part_.owner_size(static_cast<uint32_t>(p));
-      if (meta[p].result_rows > mp)
+      if (mp_meta.result_rows > mp)
         ZEN_THROW(Result::InvalidUsage, where() + "owner " + std::to_string(p) + " announced " +
-                                            std::to_string(meta[p].result_rows) + " result rows for an index set of " +
+                                            std::to_string(mp_meta.result_rows) + " result rows for an index set of " +
                                             std::to_string(mp));
-      pbytes[p] = (meta[p].encoding ? encode::bitmap_bytes(mp) : meta[p].result_rows * d_.isz) + meta[p].result_rows * d_.rb;
-      pdispl[p] = ptotal;
-      ptotal += pbytes[p];
-      total_rows += meta[p].result_rows;
-      pushed[p] = meta[p].pushed_rows;
-      results[p] = meta[p].result_rows;
-      nbitmap += meta[p].encoding ? 1 : 0;
+      x.pbytes[p] = (mp_meta.encoding ? encode::bitmap_bytes(mp) : mp_meta.result_rows * d_.isz) +
+                    mp_meta.result_rows * d_.rb;
+      x.pdispl[p] = ptotal;
+      ptotal += x.pbytes[p];
+      total_rows += mp_meta.result_rows;
+      x.pushed[p] = mp_meta.pushed_rows;
+      x.results[p] = mp_meta.result_rows;
+      nbitmap += mp_meta.encoding ? 1 : 0;
     }
     if (ptotal > d_.pull_bytes)
       ZEN_THROW(Result::InvalidArgument, where() + "the pull needs " + std::to_string(ptotal) + " bytes (" +
                                              std::to_string(total_rows) + " result rows), more than the " +
                                              std::to_string(d_.pull_bytes) +
                                              " sized by the agreed pull_rows (raise DeviceBalancedLimits::pull_rows)");
-    report_.push_imbalance = imbalance_of(pushed);
-    report_.pull_imbalance = imbalance_of(results);
+    report_.push_imbalance = imbalance_of(x.pushed);
+    report_.pull_imbalance = imbalance_of(x.results);
     report_.encoding = nbitmap == 0 ? "coo" : (nbitmap == n ? "bitmap" : "mixed");
     report_.push_encoding = "coo";
     report_.result_nnz = total_rows;
     report_.global_rows = total_rows;
     report_.scheme = "balanced";
-    // 6. Encode this owner's message and allgatherv.
-    if (use_bitmap) {
-      K::bitmap_encode(L_.res_pos, K, m, L_.flags, L_.msg, s);
+  }
+
+  void write_pull(uint64_t K) {
+    void* s = stream();
+    const size_t bitmap_b = encode::bitmap_bytes(x_.m), coo_b = K * d_.isz;
+    if (x_.use_bitmap) {
+      K::bitmap_encode(L_.res_pos, K, x_.m, L_.flags, L_.msg, s);
       if (K) M::copy(L_.msg + bitmap_b, L_.res_val, K * d_.rb, s);
     } else {
       K::coo_encode_keys(L_.res_pos, K, static_cast<int>(d_.isz), L_.msg, s);
       if (K) M::copy(L_.msg + coo_b, L_.res_val, K * d_.rb, s);
     }
-    {
-      PhaseRec ph(*this, "pull");
-      comm_.allgatherv(L_.msg, pbytes[me], L_.all, pbytes.data(), pdispl.data());
-    }
-    // 7. Decode every owner's part into the dense output (left enqueued).
-    {
-      PhaseRec ph(*this, "decode");
-      if (spec_.dense_len) M::fill(d_out, 0, spec_.dense_len * d_.vs, s);
-      for (int p = 0; p < n; ++p) {
-        const uint8_t* msg = L_.all + pdispl[p];
-        const uint64_t mp = part_.owner_size(static_cast<uint32_t>(p));
-        if (meta[p].encoding)
-          K::bitmap_scatter(pp_.scatter, msg, mp, msg + encode::bitmap_bytes(mp), meta[p].result_rows, part_,
-                            static_cast<uint32_t>(p), d_.D, spec_.dtype, d_out, L_.bm_ws, pp_.scatter.bytes, L_.err, s);
-        else
-          K::coo_scatter(msg, meta[p].result_rows, static_cast<int>(d_.isz), msg + meta[p].result_rows * d_.isz, part_,
-                         static_cast<uint32_t>(p), d_.D, spec_.dtype, d_out, L_.err, s);
-      }
-    }
-    ++calls_;
   }
 
- private:
+  void pull() {
+    PhaseRec ph(*this, "pull");
+    comm_.allgatherv(L_.msg, x_.pbytes[comm_.rank()], L_.all, x_.pbytes.data(), x_.pdispl.data());
+  }
+
+  void decode(void* d_out) {
+    void* s = stream();
+    PhaseRec ph(*this, "decode");
+    if (spec_.dense_len) M::fill(d_out, 0, spec_.dense_len * d_.vs, s);
+    for (int p = 0; p < comm_.size(); ++p) {
+      const uint8_t* msg = L_.all + x_.pdispl[p];
+      const uint64_t mp = part_.owner_size(static_cast<uint32_t>(p));
+      const OwnerMeta& mt = x_.meta[p];
+      if (mt.encoding)
+        K::bitmap_scatter(pp_.scatter, msg, mp, msg + encode::bitmap_bytes(mp), mt.result_rows, part_,
+                          static_cast<uint32_t>(p), d_.D, spec_.dtype, d_out, L_.bm_ws, pp_.scatter.bytes, L_.err, s);
+      else
+        K::coo_scatter(msg, mt.result_rows, static_cast<int>(d_.isz), msg + mt.result_rows * d_.isz, part_,
+                       static_cast<uint32_t>(p), d_.D, spec_.dtype, d_out, L_.err, s);
+    }
+  }
+
   void* stream() const { return comm_.stream(); }
   std::string where() const { return "rank " + std::to_string(comm_.rank()) + " balanced(" + backend() + "): "; }
   static const char* backend() { return std::is_same_v<B, Gpu> ? "device" : "device kernels on the host"; }
@@ -546,6 +602,7 @@ class BalancedImpl final : public DeviceBalanced::Core {
   Owned<true> host_block_;
   Owned<false> owned_ws_;
   uint64_t calls_ = 0;
+  CallState x_;
 };
 
 }  // namespace zen::cuda::detail
