@@ -41,7 +41,7 @@ TEST(Mpi, SumOrReportsPiecesAsTheyFinish) {
   Communicator& c = test::world();
   const size_t pieces = test::check_allreduce_sum_or(c, (size_t{3} << 20) + 5, true);
   if (!sum_or_reports_pieces(c)) return;
-  if (std::getenv("ZEN_MPI_ALLREDUCE_CHUNK_BYTES") == nullptr) EXPECT_GE(pieces, 12u);
+  if (std::getenv("ZEN_MPI_ALLREDUCE_CHUNK_BYTES") == nullptr) { EXPECT_GE(pieces, 12u); }
   else EXPECT_GE(pieces, 1u);
 }
 

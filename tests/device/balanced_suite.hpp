@@ -188,7 +188,7 @@ TEST_P(DeviceBalancedMatrix, BitIdenticalToCpu) {
           ASSERT_EQ(0, std::memcmp(got[r].data(), want[r].data(), want[r].size())) << "rank " << r;
           // The device chooses between COO and the bitmap; the CPU plan may also choose Elias-Fano
           // ("ef", or "mixed" with it), where only the values can be compared.
-          if (ecpu[r] == "coo" || ecpu[r] == "bitmap") EXPECT_EQ(edev[r], ecpu[r]) << "pull encoding choice differs, rank " << r;
+          if (ecpu[r] == "coo" || ecpu[r] == "bitmap") { EXPECT_EQ(edev[r], ecpu[r]) << "pull encoding choice differs, rank " << r; }
           else EXPECT_TRUE(edev[r] == "coo" || edev[r] == "bitmap" || edev[r] == "mixed") << edev[r] << ", rank " << r;
         }
       }

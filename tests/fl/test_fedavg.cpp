@@ -255,8 +255,8 @@ TEST(SparseAggregate, WireRoundTripWithEliasFanoOrBitmapAndItsSize) {
     EXPECT_EQ(b.weight, 3000.0);
     EXPECT_EQ(b.members, (std::vector<int>{1, 5, 17}));
     // Elias-Fano for few entries, the bitmap (N/8 bytes) once it is smaller.
-    if (k == 78) EXPECT_LT(bytes.size(), 48 + 12 + 78 * 4 + 7850 / 8);
-    if (k == 7000) EXPECT_EQ(bytes.size(), 48u + 12 + (7850 + 7) / 8 + 7000 * 4);
+    if (k == 78) { EXPECT_LT(bytes.size(), 48 + 12 + 78 * 4 + 7850 / 8); }
+    if (k == 7000) { EXPECT_EQ(bytes.size(), 48u + 12 + (7850 + 7) / 8 + 7000 * 4); }
     auto cut = bytes;
     cut.pop_back();
     EXPECT_THROW(SparseAggregate::from_bytes(cut), Error);

@@ -160,7 +160,7 @@ TEST(ConcurrencyErrors, AgreedCallThatAPeerNeverStartsFailsWithinTheTimeout) {
       const std::string m = e.what();
       // Rank 1 finds that the agreed call is one it did not start; rank 0, waiting in that call for
       // rank 1, names it (its own timeout, or rank 1's message, whichever comes first).
-      if (r == 1) EXPECT_NE(m.find("did not start"), std::string::npos) << "rank 1: " << m;
+      if (r == 1) { EXPECT_NE(m.find("did not start"), std::string::npos) << "rank 1: " << m; }
       else EXPECT_TRUE(m.find("did not start") != std::string::npos || m.find("peer 1") != std::string::npos) << "rank 0: " << m;
     }
   }

@@ -27,7 +27,7 @@ TEST(Timing, EveryTransferIsChargedTheBytesItPutsOnTheLink) {
   for (const std::string scheme : {"baseline", "ring", "ring-async"}) {
     const Schedule s = simulate(scheme, ctx, 2);
     for (const Event& e : s.events) {
-      if (e.kind == EventKind::Download || e.kind == EventKind::IslModel) EXPECT_EQ(e.bytes, ctx.model_bytes());
+      if (e.kind == EventKind::Download || e.kind == EventKind::IslModel) { EXPECT_EQ(e.bytes, ctx.model_bytes()); }
       else if (e.is_transfer()) EXPECT_EQ(e.bytes, ctx.aggregate_bytes(e.members.size())) << scheme << " " << e.id;
       else EXPECT_EQ(e.bytes, 0u);
     }
