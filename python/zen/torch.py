@@ -698,20 +698,22 @@ def _create(backend_opts, pg_options):
     """torch's creator (extended API): the group's ranks are MPI ranks of `comm` (COMM_WORLD)."""
     options = pg_options if isinstance(pg_options, Options) else Options()
     MPI = _mpi()
-    if MPI.Query_thread() < MPI.THREAD_SERIALIZED:
-        raise UnsupportedError("MPI was initialized below MPI_THREAD_SERIALIZED; torch may call the group from "
-                               "its autograd thread: initialize MPI with MPI_THREAD_MULTIPLE (mpi4py's default)",
-                               call="zen.torch")
     world = options.comm if options.comm is not None else MPI.COMM_WORLD
     rank, size = backend_opts.group_rank, backend_opts.group_size
     members = list(backend_opts.global_ranks_in_group)
     mpi_comm = None
     if not members:  # the default group: torch's ranks must be MPI's
-        if world.Get_rank() != rank or world.Get_size() != size:
-            raise InvalidUsageError(
-                f"torch.distributed says rank {rank} of {size} but MPI says rank {world.Get_rank()} of "
-                f"{world.Get_size()}{_launcher_hint()}; the zen backend uses MPI's ranks: pass "
-                "init_method='mpi://' (or rank/world_size equal to MPI's)", call="zen.torch init_process_group")
+        problem = None
+        if MPI.Query_thread() < MPI.THREAD_SERIALIZED:
+            problem = (UnsupportedError, "MPI was initialized below MPI_THREAD_SERIALIZED; torch may call the group "
+                       "from its autograd thread: initialize MPI with MPI_THREAD_MULTIPLE (mpi4py's default)",
+                       "zen.torch")
+        elif world.Get_rank() != rank or world.Get_size() != size:
+            problem = (InvalidUsageError,
+                       f"torch.distributed says rank {rank} of {size} but MPI says rank {world.Get_rank()} of "
+                       f"{world.Get_size()}{_launcher_hint()}; the zen backend uses MPI's ranks: pass "
+                       "init_method='mpi://' (or rank/world_size equal to MPI's)", "zen.torch init_process_group")
+        _agree(world, problem)
         base = world
     else:
         gr = dist.get_rank()
@@ -732,6 +734,23 @@ def _create(backend_opts, pg_options):
     if isinstance(timeout, datetime.timedelta) and timeout.total_seconds() > 0:
         comm.set_timeout(min(timeout.total_seconds(), 2 ** 31 / 1000 - 1))
     return ProcessGroupZen(rank, size, comm, options, mpi_comm)
+
+
+def _agree(world, problem):
+    """The default group's refusal, agreed on every rank of `world` before any rank raises (None: no
+    problem here). Every rank raises: its own error, or RemoteError quoting the first rank that refused.
+    Agreeing also holds every rank here until all have finished torch's rendezvous: torch 1.13's
+    TCPStore client connects a second socket after the store counted it, so a rank 0 that raised and
+    left at once would take the store along and leave a slower peer retrying that connect for the
+    whole timeout (30 minutes by default)."""
+    found = world.allgather(None if problem is None else (problem[0].__name__, problem[1], problem[2]))
+    if problem is not None:
+        raise problem[0](problem[1], call=problem[2])
+    first = next(((r, p) for r, p in enumerate(found) if p is not None), None)
+    if first is not None:
+        r, (kind, msg, call) = first
+        raise _capi.RemoteError(f"rank {world.Get_rank()} of {world.Get_size()}: rank {r} refused the group "
+                                f"({kind}: {call}: {msg})", call="zen.torch init_process_group")
 
 
 def _mpi_rendezvous(url, timeout=datetime.timedelta(minutes=30), **kwargs):
@@ -756,6 +775,10 @@ def _mpi_rendezvous(url, timeout=datetime.timedelta(minutes=30), **kwargs):
     host, port = w.bcast((host, port), root=0)
     if rank != 0:
         store = dist.TCPStore(host, port, size, False, timeout)
+    # Rank 0's store does not wait for its clients (the port is only known after it exists): hold every
+    # rank until all have connected, so that a rank whose next step fails at once cannot close the store
+    # under a peer still connecting (that peer would retry for the whole timeout).
+    w.Barrier()
     yield store, rank, size
     raise RuntimeError("mpi:// rendezvous cannot be repeated")
 

@@ -17,8 +17,10 @@ oom      rank V lowers RLIMIT_AS to its address space + 16 MB after the setup, t
          untouched; the interpreter goes on (and MPI finalizes normally).
 threads  MPI initialized at MPI_THREAD_SERIALIZED (mpi4py.rc.thread_level): two threads drive two
          communicators at once; zen refuses the second with zen.UnsupportedError naming
-         MPI_THREAD_MULTIPLE (every rank: the refusal is agreed, the communicator poisoned), and the
-         torch backend refuses MPI_THREAD_SINGLE at init_process_group where torch exists.
+         MPI_THREAD_MULTIPLE (every rank: the refusal is agreed, the communicator poisoned).
+single   rank 1 alone initializes MPI at MPI_THREAD_SINGLE: where torch exists, init_process_group
+         raises on every rank (rank 1 UnsupportedError naming MPI_THREAD_SERIALIZED, the others
+         RemoteError naming rank 1), and the job ends by itself.
 
 Each surviving rank prints "faults.py: rank R MODE: ok ..." or "... BAD: why"; exit 0 when ok.
 """
@@ -36,8 +38,8 @@ import mpi4py  # noqa: E402
 
 if MODE == "threads":
     mpi4py.rc.thread_level = "serialized"
-elif MODE == "single":
-    mpi4py.rc.thread_level = "single"
+elif MODE == "single" and os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMIX_RANK")) == "1":
+    mpi4py.rc.thread_level = "single"  # rank 1 only: the others stay at mpi4py's MPI_THREAD_MULTIPLE
 from mpi4py import MPI  # noqa: E402
 
 import zen  # noqa: E402
@@ -187,8 +189,11 @@ def threads():
 
 def single():
     # The torch backend refuses a group when MPI runs below MPI_THREAD_SERIALIZED (torch calls the
-    # group from its autograd thread): an exception on every rank at init_process_group.
-    expect(MPI.Query_thread() == MPI.THREAD_SINGLE, f"thread level {MPI.Query_thread()}")
+    # group from its autograd thread). Only rank 1 runs at MPI_THREAD_SINGLE: the refusal is agreed,
+    # so rank 1 raises UnsupportedError and every other rank RemoteError naming rank 1, all at
+    # init_process_group. (A refusal raised on rank 1 alone would leave the others in the group's
+    # collective creation; one raised at once on rank 0 could leave a peer in torch's rendezvous.)
+    expect((MPI.Query_thread() == MPI.THREAD_SINGLE) == (RANK == 1), f"thread level {MPI.Query_thread()}")
     try:
         import importlib
         import torch.distributed as dist
@@ -199,10 +204,14 @@ def single():
     os.environ.setdefault("MASTER_PORT", "29531")  # faults_test.sh sets a free one
     try:
         dist.init_process_group("zen", rank=RANK, world_size=N)
-        bad.append("init_process_group succeeded under MPI_THREAD_SINGLE")
+        bad.append("init_process_group succeeded with rank 1 at MPI_THREAD_SINGLE")
         return ""
     except Exception as e:  # noqa: BLE001 - torch may wrap the backend's error
         expect("MPI_THREAD_SERIALIZED" in str(e), f"{type(e).__name__}: {e}")
+        if RANK == 1:
+            expect(isinstance(e, zen.UnsupportedError), f"rank 1: {type(e).__name__}: {e}")
+        else:
+            expect(isinstance(e, zen.RemoteError) and "rank 1 refused" in str(e), f"{type(e).__name__}: {e}")
         return f"{type(e).__name__}: {str(e)[:120]}"
 
 

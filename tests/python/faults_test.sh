@@ -5,7 +5,8 @@
 #   oom     (victim rank 1): allocation error on the victim, RemoteError naming it everywhere else
 #   threads (MPI_THREAD_SERIALIZED; NP = 3): two threads' communicators created and driven at once, no
 #           hang, the refusal naming MPI_THREAD_MULTIPLE
-#   single  (MPI_THREAD_SINGLE): the torch backend's refusal at init_process_group (where torch exists)
+#   single  (rank 1 at MPI_THREAD_SINGLE): the torch backend's refusal at init_process_group, agreed:
+#           rank 1 UnsupportedError, every other rank RemoteError naming rank 1 (where torch exists)
 # Every rank that should survive must print "faults.py: rank R MODE: ok"; the job must end by itself.
 #   faults_test.sh MPIEXEC PYTHON NP
 set -uo pipefail
@@ -19,6 +20,8 @@ scenario() {  # MODE MPIEXEC-OPTIONS... -- ARGS...
   while (($#)) && [[ $1 != -- ]]; do mopts+=("$1"); shift; done
   (($#)) && shift
   args=("$@")
+  local attempt
+  for attempt in 1 2; do
   log=$(mktemp)
   # torch's default store listens on MASTER_PORT (rank 0): a port free now, never a fixed one, so that
   # two runs at once (ctest -j runs np3 and np4 side by side) do not meet in one store and hang.
@@ -33,10 +36,22 @@ scenario() {  # MODE MPIEXEC-OPTIONS... -- ARGS...
   ok=$(grep -c "^faults.py: rank [0-9]* $mode: ok" <<<"$lines")
   echo "n=$np $mode: $ok of $want ranks ok, mpirun exit $rc"
   cut -c1-300 <<<"$lines" | sed 's/^/  /'
+  # Open MPI 4.1's runtime now and then reports a rank that finished and finalized as "rank R with
+  # PID 0 ... exiting improperly" (exit 1; open-mpi/ompi#7833, a race in its launcher seen with plain
+  # hello-world jobs, more often under load). Every rank's verdict is in and ok then: run once more,
+  # and judge the second run as usual.
+  if ((attempt == 1)) && [[ $mode != killed && $rc == 1 && $ok == "$want" ]] && grep -q "with PID 0 on" "$log" &&
+     grep -q "exiting improperly" "$log"; then
+    echo "n=$np $mode: Open MPI reported a finished rank as 'PID 0 ... exiting improperly' (ompi#7833): once more"
+    rm -f "$log"
+    continue
+  fi
   if [[ $rc == 124 || $rc == 137 ]]; then echo "FAIL: n=$np $mode: the job did not end within 120 s"; fail=1; fi
   if [[ $ok != "$want" ]]; then echo "FAIL: n=$np $mode: $ok of $want ranks ok"; cat "$log"; fail=1
   elif [[ $mode != killed && $rc != 0 ]]; then echo "FAIL: n=$np $mode: mpirun exit $rc"; cat "$log"; fail=1; fi
   rm -f "$log"
+  break
+  done
 }
 if ((np >= 3)); then scenario killed --mca orte_enable_recovery 1 -- --victim $((np - 1)); fi
 if ((np >= 2)); then scenario oom -- --victim 1; fi
