@@ -8,8 +8,14 @@
 //                                                  predicted time normalized to the dense allreduce
 //                                                  for rank counts beyond the trace (gamma(k)
 //                                                  extrapolated, see docs/cost-model.md)
-//   zen_model --calibrate PERF.json                fit alpha and beta (and a per-row compute cost per
+//   zen_model --calibrate PERF.json [--save CAL.json]
+//                                                  fit alpha and beta (and a per-row compute cost per
 //                                                  scheme) to a zen_perf run on this machine
+//   zen_model --trace DIR --predict PERF.json --calibration CAL.json
+//                                                  every row of a zen_perf trace run (another rank
+//                                                  count) predicted from that calibration: alpha per
+//                                                  round, beta per byte (the model's exact bytes),
+//                                                  the scheme's compute per row; measured beside it
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -372,9 +378,37 @@ int run_check(const std::vector<Trace>& traces, const std::string& perf_json) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The calibrated time of a call: alpha per message round, beta per byte of the busiest rank, and a
+// compute cost per row the busiest rank touches (per scheme).
+
+/// Message rounds of a call at n ranks; 0 for a scheme the calibration does not know.
+double rounds_of(const std::string& scheme, int n) {
+  const double lg = std::ceil(std::log2(std::max(1, n)));
+  if (scheme == "balanced" || scheme == "sparse_ps") return 3.0 * (n - 1) + lg;
+  if (scheme == "allgather" || scheme == "mpi_allgatherv") return (n - 1) + lg;
+  if (scheme == "dense_native" || scheme == "mpi_allreduce" || scheme == "dense") return 2.0 * (n - 1);
+  return 0.0;
+}
+
+/// Rows touched on the busiest rank, from the row's density (k = density * size per rank) and gamma
+/// (the union K = gamma * k).
+double work_of(const std::string& scheme, int n, double density, double gamma, double size) {
+  const double k = density * size, K = gamma * k;
+  if (scheme == "allgather" || scheme == "mpi_allgatherv") return k + n * k;
+  if (scheme == "balanced" || scheme == "sparse_ps") return 2 * k + K;
+  return k + size;
+}
+
+struct Calibration {
+  int n = 0;
+  double alpha = 0, beta = 0;
+  std::map<std::string, double> per_row;  ///< seconds per row touched, per scheme
+};
+
+// ---------------------------------------------------------------------------------------------
 // --calibrate: alpha and beta from the dense rows of a zen_perf run, then a compute cost per row.
 
-int run_calibrate(const std::string& perf_json) {
+int run_calibrate(const std::string& perf_json, const std::string& save) {
   std::ifstream f(perf_json);
   ZEN_ENFORCE(f.good(), "--calibrate: cannot read '" + perf_json + "'");
   const json j = json::parse(f);
@@ -425,32 +459,25 @@ int run_calibrate(const std::string& perf_json) {
               "#   alpha = %.2f us per round (ring: %.0f rounds), beta = %.3g s/B (%.2f GB/s per rank)\n",
               perf_json.c_str(), dense_name.c_str(), m, n, alpha * 1e6, rounds_dense, beta, beta > 0 ? 1e-9 / beta : 0.0);
   // Per scheme: the residual per row touched, least squares through the origin.
-  const std::map<std::string, double> rounds{{"balanced", 3.0 * (n - 1) + std::ceil(std::log2(n))},
-                                             {"sparse_ps", 3.0 * (n - 1) + std::ceil(std::log2(n))},
-                                             {"allgather", (n - 1) + std::ceil(std::log2(n))},
-                                             {"dense_native", 2.0 * (n - 1)},
-                                             {"mpi_allreduce", 2.0 * (n - 1)},
-                                             {"mpi_allgatherv", (n - 1) + std::ceil(std::log2(n))},
-                                             {"dense", 2.0 * (n - 1)}};
+  Calibration cal;
+  cal.n = n, cal.alpha = alpha, cal.beta = beta;
   std::printf("%16s %14s %12s %12s %12s %8s\n", "scheme", "ns/row", "count", "measured_us", "model_us", "error");
-  for (const auto& [scheme, steps] : rounds) {
+  for (const std::string scheme : {"allgather", "balanced", "dense", "dense_native", "mpi_allgatherv", "mpi_allreduce",
+                                   "sparse_ps"}) {
+    const double steps = rounds_of(scheme, n);
     double num = 0, den = 0;
     std::vector<const Pt*> mine;
     for (const auto& p : pts)
       if (p.scheme == scheme) mine.push_back(&p);
     if (mine.empty()) continue;
-    auto work = [&](const Pt& p) {  // rows touched on the busiest rank, from density and gamma
-      const double k = p.density * p.size, K = p.gamma * k;
-      if (scheme == "allgather" || scheme == "mpi_allgatherv") return k + n * k;
-      if (scheme == "balanced" || scheme == "sparse_ps") return 2 * k + K;
-      return k + p.size;
-    };
+    auto work = [&](const Pt& p) { return work_of(scheme, n, p.density, p.gamma, p.size); };
     for (const Pt* p : mine) {  // relative-error weights, as above
       const double rest = p->seconds - alpha * steps - beta * p->bytes, w = 1.0 / (p->seconds * p->seconds);
       num += w * rest * work(*p);
       den += w * work(*p) * work(*p);
     }
     const double c = den > 0 ? std::max(0.0, num / den) : 0.0;
+    cal.per_row[scheme] = c;
     for (const Pt* p : mine) {
       const double model_s = alpha * steps + beta * p->bytes + c * work(*p);
       std::printf("%16s %14.2f %12.0f %12.1f %12.1f %+7.0f%%\n", scheme.c_str(), c * 1e9, p->size, p->seconds * 1e6,
@@ -458,6 +485,80 @@ int run_calibrate(const std::string& perf_json) {
     }
   }
   (void)sparse_out;
+  if (!save.empty()) {
+    json out = {{"from", perf_json}, {"ranks", cal.n}, {"alpha_s", cal.alpha}, {"beta_s_per_B", cal.beta}};
+    for (const auto& [scheme, c] : cal.per_row) out["s_per_row"][scheme] = c;
+    std::ofstream(save) << out.dump(2) << "\n";
+    std::printf("# wrote %s\n", save.c_str());
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// --predict: a zen_perf trace run at another rank count against the calibration's time. Bytes are
+// the model's own (exact, --check); for the raw MPI baselines, which the model does not cover, the
+// run's measured bytes.
+
+int run_predict(const std::vector<Trace>& traces, const std::string& perf_json, const std::string& cal_json,
+                double within) {
+  std::ifstream fc(cal_json);
+  ZEN_ENFORCE(fc.good(), "--calibration: cannot read '" + cal_json + "'");
+  const json c = json::parse(fc);
+  Calibration cal;
+  cal.n = c.at("ranks").get<int>();
+  cal.alpha = c.at("alpha_s").get<double>();
+  cal.beta = c.at("beta_s_per_B").get<double>();
+  for (const auto& [k, v] : c.at("s_per_row").items()) cal.per_row[k] = v.get<double>();
+  std::ifstream f(perf_json);
+  ZEN_ENFORCE(f.good(), "--predict: cannot read '" + perf_json + "'");
+  const json j = json::parse(f);
+  const json& cf = j.at("config");
+  RunSettings rs;
+  rs.n = j.at("ranks").get<int>();
+  rs.opt.seed = cf.at("seed").get<uint64_t>();
+  rs.opt.pull = parse_index_encoding(cf.value("pull", std::string("auto")));
+  rs.opt.push = parse_index_encoding(cf.value("push", std::string("auto")));
+  rs.opt.block_size = cf.value("block_size", 256u);
+  rs.opt.sparcml_dense_switch = cf.value("sparcml_switch", 0.0);
+  rs.sparse_out = cf.value("output", std::string("dense")) == "sparse";
+  rs.warmup = cf.at("warmup").get<int>();
+  rs.iters = cf.at("iters").get<int>();
+  std::printf("# zen_model --predict %s with %s (calibrated at n=%d: alpha %.2f us per round, %.2f GB/s): n=%d output=%s\n",
+              perf_json.c_str(), cal_json.c_str(), cal.n, cal.alpha * 1e6, cal.beta > 0 ? 1e-9 / cal.beta : 0.0, rs.n,
+              rs.sparse_out ? "sparse" : "dense");
+  std::printf("%16s %8s %12s %12s %12s %12s %12s %8s %7s\n", "scheme", "bytes", "busiest_B", "alpha_us", "beta_us",
+              "compute_us", "model_us", "measured_us", "error");
+  int compared = 0, inside = 0;
+  for (const auto& row : j.at("rows")) {
+    const std::string scheme = row.at("scheme").get<std::string>();
+    const auto cit = cal.per_row.find(scheme);
+    if (cit == cal.per_row.end() || rounds_of(scheme, rs.n) == 0) continue;
+    const std::string label = row.value("trace", std::string());
+    const Trace* tr = nullptr;
+    for (const auto& t : traces)
+      if (t.dir == label || fs::path(t.dir).filename() == fs::path(label).filename()) tr = &t;
+    if (!tr) continue;
+    ZEN_ENFORCE(tr->meta.ranks >= rs.n, "--predict: the trace has fewer ranks than the run");
+    uint64_t bytes = 0;
+    const bool modelled = model::covers(scheme);
+    if (modelled) {
+      const auto [ms, mr] = zen_perf_bytes(*tr, rs, scheme);
+      bytes = std::max(ms, mr);
+    } else {
+      bytes = std::max(row.at("sent_B").get<uint64_t>(), row.at("recv_B").get<uint64_t>());
+    }
+    const double a = cal.alpha * rounds_of(scheme, rs.n), b = cal.beta * static_cast<double>(bytes),
+                 w = cit->second * work_of(scheme, rs.n, row.at("density").get<double>(), row.value("gamma", 1.0),
+                                           row.at("count").get<double>());
+    const double model_us = (a + b + w) * 1e6, measured_us = row.at("time_us").get<double>();
+    const double err = model_us / measured_us - 1.0;
+    ++compared;
+    inside += std::abs(err) <= within ? 1 : 0;
+    std::printf("%16s %8s %12llu %12.1f %12.1f %12.1f %12.1f %12.1f %+6.0f%%\n", scheme.c_str(), modelled ? "model" : "measured",
+                static_cast<unsigned long long>(bytes), a * 1e6, b * 1e6, w * 1e6, model_us, measured_us, 100 * err);
+  }
+  ZEN_ENFORCE(compared > 0, "--predict: no row of '" + perf_json + "' is a calibrated scheme on the given trace(s)");
+  std::printf("# %d of %d rows within %.0f %%\n", inside, compared, 100 * within);
   return 0;
 }
 
@@ -476,7 +577,7 @@ std::vector<double> parse_doubles(const std::string& s) {
 
 int main(int argc, char** argv) {
   CLI::App app{"zen_model: the cost model of zen's schemes on a trace (bytes, time, scaling)"};
-  std::string traces, ranks, check, calibrate, nlist, gbps = "25,100", csv, png, pull = "auto", push = "auto", output = "sparse";
+  std::string traces, ranks, check, calibrate, save, predict, calibration, nlist, gbps = "25,100", csv, png, pull = "auto", push = "auto", output = "sparse";
   double alpha_us = 20.0, message_us = 1.0;
   uint64_t seed = 42;
   uint32_t block_size = 256;
@@ -485,6 +586,11 @@ int main(int argc, char** argv) {
   app.add_option("--ranks", ranks, "rank counts for the byte table (default: 2..min(8, trace ranks))");
   app.add_option("--check", check, "zen_perf --json output to compare with (its settings are used)");
   app.add_option("--calibrate", calibrate, "zen_perf --json output of this machine: fit alpha, beta and compute costs");
+  app.add_option("--save", save, "with --calibrate: write the calibration (JSON) for --predict");
+  app.add_option("--predict", predict, "zen_perf --json output of a trace run to predict (needs --calibration, --trace)");
+  app.add_option("--calibration", calibration, "the --save output of --calibrate");
+  double within = 0.25;
+  app.add_option("--within", within, "with --predict: the relative error counted as a hit (default 0.25)");
   app.add_option("--n", nlist, "rank counts to extrapolate to, e.g. 2,4,8,...,1024");
   app.add_option("--gbps", gbps, "per-rank bandwidths for --n, Gb/s (comma list)");
   app.add_option("--alpha-us", alpha_us, "latency per message round for --n, microseconds");
@@ -499,11 +605,15 @@ int main(int argc, char** argv) {
   app.add_option("--sparcml-switch", sparcml_switch, "sparcml dense switch density (0 = byte break-even)");
   CLI11_PARSE(app, argc, argv);
   try {
-    if (!calibrate.empty()) return run_calibrate(calibrate);
+    if (!calibrate.empty()) return run_calibrate(calibrate, save);
     ZEN_ENFORCE(!traces.empty(), "--trace DIR is required (or --calibrate PERF.json)");
     std::vector<Trace> trs;
     for (const auto& d : split(traces)) trs.push_back(load(d));
     if (!check.empty()) return run_check(trs, check);
+    if (!predict.empty()) {
+      ZEN_ENFORCE(!calibration.empty(), "--predict needs --calibration CAL.json (zen_model --calibrate PERF.json --save CAL.json)");
+      return run_predict(trs, predict, calibration, within);
+    }
     SchemeOptions opt;
     opt.seed = seed;
     opt.pull = parse_index_encoding(pull);

@@ -7,8 +7,12 @@
 #   results.md                   time per scheme, wire bytes, achieved fraction of the link-rate bound,
 #                                speedups against mpi_allreduce / allgather
 #   cluster.png (+ .gp, plot/)   time versus hosts per scheme (one panel per rate and output)
-#   calib-<rate>-h4.txt          the cost model's alpha/beta calibrated on 4 hosts (zen_model --calibrate)
+#   calib-<rate>-h4.txt (.json)  the cost model's alpha/beta and compute per row calibrated on 4 hosts
+#                                (zen_model --calibrate --save), at the first rate
+#   predict-<rate>-h<n>-<output>.txt   every run at that rate predicted from the 4-host calibration
+#                                (zen_model --predict), also in results.md ("model vs measured")
 #   usage: scripts/bench_cluster.sh [OUT] [ITERS]    env: ZEN_BENCH_HOSTS="2 4 8" ZEN_BENCH_RATES="1gbit 10gbit"
+#   (hosts up to 16: above 8 the trace has 16 ranks' records)
 #
 # The link-rate bound of a scheme is the time its busiest rank needs to push its wire bytes through
 # its link at the line rate: max(sent_B, recv_B) * 8 / rate (each host's link is shaped in both
@@ -22,8 +26,11 @@ rates=${ZEN_BENCH_RATES:-1gbit 10gbit}
 source scripts/env.sh
 mkdir -p "$out"
 text=$(bash scripts/fetch_corpus.sh)
-brown=data/traces/brown-n8-row
-[ -s "$brown/trace.json" ] || build/bin/zen_trace corpus --text "$text" -o "$brown" -n 8 -B 256 -D 64 -T 4 --row-level >/dev/null
+maxh=$(echo $hosts | tr ' ' '\n' | sort -n | tail -n 1)
+tr_ranks=8
+(( maxh > 8 )) && tr_ranks=16
+brown=data/traces/brown-n$tr_ranks-row
+[ -s "$brown/trace.json" ] || build/bin/zen_trace corpus --text "$text" -o "$brown" -n $tr_ranks -B 256 -D 64 -T 4 --row-level >/dev/null
 trap 'bash scripts/cluster.sh down >/dev/null 2>&1' EXIT
 
 for rate in $rates; do
@@ -41,10 +48,17 @@ done
 # The cost model's alpha and beta calibrated on this cluster (4 hosts at the first rate).
 cal_rate=$(echo $rates | awk '{print $1}')
 bash scripts/cluster.sh up 4 --rate "$cal_rate"
-bash scripts/cluster.sh run -- build/bin/zen_perf --scheme mpi_allreduce,dense_native,balanced,allgather,sparse_ps \
-  -b 256K -e 16M -f 4 -d 0.01 --overlap 2 -c 0 -w 2 -n 8 --json "$out/calib-$cal_rate-h4.json" >"$out/calib-$cal_rate-h4-perf.txt" 2>&1
-build/bin/zen_model --calibrate "$out/calib-$cal_rate-h4.json" | tee "$out/calib-$cal_rate-h4.txt"
+bash scripts/cluster.sh run -- build/bin/zen_perf --scheme mpi_allreduce,mpi_allgatherv,dense_native,balanced,allgather,sparse_ps \
+  -b 256K -e 16M -f 4 -d 0.01 --overlap 2 -c 0 -w 2 -n 8 --json "$out/calib-$cal_rate-h4-perf.json" >"$out/calib-$cal_rate-h4-perf.txt" 2>&1
+build/bin/zen_model --calibrate "$out/calib-$cal_rate-h4-perf.json" --save "$out/calib-$cal_rate-h4.json" | tee "$out/calib-$cal_rate-h4.txt"
 bash scripts/cluster.sh down >/dev/null
+# Every run at that rate predicted from the 4-host calibration (bytes: the model's own).
+for h in $hosts; do
+  for output in dense sparse; do
+    build/bin/zen_model --trace "$brown" --predict "$out/$cal_rate-h$h-$output.json" --calibration "$out/calib-$cal_rate-h4.json" \
+      >"$out/predict-$cal_rate-h$h-$output.txt"
+  done
+done
 
 rate_bits() { case $1 in *gbit) echo $(( ${1%gbit} * 1000000000 )) ;; *mbit) echo $(( ${1%mbit} * 1000000 )) ;; esac; }
 {
@@ -75,6 +89,21 @@ rate_bits() { case $1 in *gbit) echo $(( ${1%gbit} * 1000000000 )) ;; *mbit) ech
         done
         echo
       done
+    done
+  done
+  echo
+  echo "## model vs measured ($cal_rate; alpha, beta and compute per row calibrated on 4 hosts: calib-$cal_rate-h4.txt)"
+  echo
+  echo "model = alpha x rounds + beta x bytes of the busiest rank (the model's exact bytes; measured for the raw MPI"
+  echo "baselines) + compute per row x rows touched (zen_model --predict); error = model / measured - 1."
+  echo
+  echo "| hosts | output | scheme | measured ms | model ms | alpha ms | beta ms | compute ms | error |"
+  echo "|---:|---|---|---:|---:|---:|---:|---:|---:|"
+  for h in $hosts; do
+    for output in dense sparse; do
+      awk -v h="$h" -v o="$output" '/^ +[a-z_]+ +(model|measured) / {
+        printf "| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %s |\n", h, o, $1, $8 / 1000, $7 / 1000, $4 / 1000, $5 / 1000, $6 / 1000, $9 }' \
+        "$out/predict-$cal_rate-h$h-$output.txt"
     done
   done
 } >"$out/results.md"
