@@ -8,7 +8,7 @@
 //                                                  predicted time normalized to the dense allreduce
 //                                                  for rank counts beyond the trace (gamma(k)
 //                                                  extrapolated, see docs/cost-model.md)
-//   zen_model --calibrate PERF.json [--save CAL.json]
+//   zen_model --calibrate PERF.json [--compute-from RUN.json] [--save CAL.json]
 //                                                  fit alpha and beta (and a per-row compute cost per
 //                                                  scheme) to a zen_perf run on this machine
 //   zen_model --trace DIR --predict PERF.json --calibration CAL.json
@@ -408,7 +408,7 @@ struct Calibration {
 // ---------------------------------------------------------------------------------------------
 // --calibrate: alpha and beta from the dense rows of a zen_perf run, then a compute cost per row.
 
-int run_calibrate(const std::string& perf_json, const std::string& save) {
+int run_calibrate(const std::string& perf_json, const std::string& compute_from, const std::string& save) {
   std::ifstream f(perf_json);
   ZEN_ENFORCE(f.good(), "--calibrate: cannot read '" + perf_json + "'");
   const json j = json::parse(f);
@@ -426,16 +426,21 @@ int run_calibrate(const std::string& perf_json, const std::string& save) {
       if (r.at("scheme") == "mpi_allreduce") return std::string("mpi_allreduce");
     return std::string("dense_native");
   }();
-  for (const auto& r : j.at("rows")) {
-    Pt p;
-    p.scheme = r.at("scheme").get<std::string>();
-    p.bytes = static_cast<double>(std::max(r.at("sent_B").get<uint64_t>(), r.at("recv_B").get<uint64_t>()));
-    p.seconds = r.at("time_us").get<double>() * 1e-6;
-    p.density = r.at("density").get<double>();
-    p.gamma = r.value("gamma", 1.0);
-    p.size = r.at("count").get<double>();
-    pts.push_back(p);
-  }
+  auto read_pts = [](const json& run) {
+    std::vector<Pt> v;
+    for (const auto& r : run.at("rows")) {
+      Pt p;
+      p.scheme = r.at("scheme").get<std::string>();
+      p.bytes = static_cast<double>(std::max(r.at("sent_B").get<uint64_t>(), r.at("recv_B").get<uint64_t>()));
+      p.seconds = r.at("time_us").get<double>() * 1e-6;
+      p.density = r.at("density").get<double>();
+      p.gamma = r.value("gamma", 1.0);
+      p.size = r.at("count").get<double>();
+      v.push_back(p);
+    }
+    return v;
+  };
+  pts = read_pts(j);
   // Dense: t = alpha * 2(n-1) + beta * bytes, least squares on relative errors (weights 1/t^2)
   // so that small sizes count as much as large ones.
   double s11 = 0, s12 = 0, s22 = 0, s1y = 0, s2y = 0;
@@ -458,19 +463,30 @@ int run_calibrate(const std::string& perf_json, const std::string& save) {
   std::printf("# calibration from %s (%s at %d sizes, n=%d; weighted least squares on relative error):\n"
               "#   alpha = %.2f us per round (ring: %.0f rounds), beta = %.3g s/B (%.2f GB/s per rank)\n",
               perf_json.c_str(), dense_name.c_str(), m, n, alpha * 1e6, rounds_dense, beta, beta > 0 ? 1e-9 / beta : 0.0);
-  // Per scheme: the residual per row touched, least squares through the origin.
+  // Per scheme: the residual per row touched, least squares through the origin; on the rows of
+  // --compute-from when given (e.g. the trace run itself: rows of D values, its overlap), else here.
+  std::vector<Pt> cpts = pts;
+  int cn = n;
+  if (!compute_from.empty()) {
+    std::ifstream fc(compute_from);
+    ZEN_ENFORCE(fc.good(), "--compute-from: cannot read '" + compute_from + "'");
+    const json jc = json::parse(fc);
+    cpts = read_pts(jc);
+    cn = jc.at("ranks").get<int>();
+    std::printf("# compute per row from %s (n=%d)\n", compute_from.c_str(), cn);
+  }
   Calibration cal;
-  cal.n = n, cal.alpha = alpha, cal.beta = beta;
+  cal.n = cn, cal.alpha = alpha, cal.beta = beta;
   std::printf("%16s %14s %12s %12s %12s %8s\n", "scheme", "ns/row", "count", "measured_us", "model_us", "error");
   for (const std::string scheme : {"allgather", "balanced", "dense", "dense_native", "mpi_allgatherv", "mpi_allreduce",
                                    "sparse_ps"}) {
-    const double steps = rounds_of(scheme, n);
+    const double steps = rounds_of(scheme, cn);
     double num = 0, den = 0;
     std::vector<const Pt*> mine;
-    for (const auto& p : pts)
+    for (const auto& p : cpts)
       if (p.scheme == scheme) mine.push_back(&p);
     if (mine.empty()) continue;
-    auto work = [&](const Pt& p) { return work_of(scheme, n, p.density, p.gamma, p.size); };
+    auto work = [&](const Pt& p) { return work_of(scheme, cn, p.density, p.gamma, p.size); };
     for (const Pt* p : mine) {  // relative-error weights, as above
       const double rest = p->seconds - alpha * steps - beta * p->bytes, w = 1.0 / (p->seconds * p->seconds);
       num += w * rest * work(*p);
@@ -586,6 +602,8 @@ int main(int argc, char** argv) {
   app.add_option("--ranks", ranks, "rank counts for the byte table (default: 2..min(8, trace ranks))");
   app.add_option("--check", check, "zen_perf --json output to compare with (its settings are used)");
   app.add_option("--calibrate", calibrate, "zen_perf --json output of this machine: fit alpha, beta and compute costs");
+  std::string compute_from;
+  app.add_option("--compute-from", compute_from, "with --calibrate: fit the compute per row on this zen_perf run's rows");
   app.add_option("--save", save, "with --calibrate: write the calibration (JSON) for --predict");
   app.add_option("--predict", predict, "zen_perf --json output of a trace run to predict (needs --calibration, --trace)");
   app.add_option("--calibration", calibration, "the --save output of --calibrate");
@@ -605,7 +623,7 @@ int main(int argc, char** argv) {
   app.add_option("--sparcml-switch", sparcml_switch, "sparcml dense switch density (0 = byte break-even)");
   CLI11_PARSE(app, argc, argv);
   try {
-    if (!calibrate.empty()) return run_calibrate(calibrate, save);
+    if (!calibrate.empty()) return run_calibrate(calibrate, compute_from, save);
     ZEN_ENFORCE(!traces.empty(), "--trace DIR is required (or --calibrate PERF.json)");
     std::vector<Trace> trs;
     for (const auto& d : split(traces)) trs.push_back(load(d));

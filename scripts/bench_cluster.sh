@@ -8,7 +8,8 @@
 #                                speedups against mpi_allreduce / allgather
 #   cluster.png (+ .gp, plot/)   time versus hosts per scheme (one panel per rate and output)
 #   calib-<rate>-h4.txt (.json)  the cost model's alpha/beta and compute per row calibrated on 4 hosts
-#                                (zen_model --calibrate --save), at the first rate
+#                                (zen_model --calibrate --save), at the first rate; calib-<rate>-h4-<output>
+#                                the same with compute per row fitted on the 4-host trace run
 #   predict-<rate>-h<n>-<output>.txt   every run at that rate predicted from the 4-host calibration
 #                                (zen_model --predict), also in results.md ("model vs measured")
 #   usage: scripts/bench_cluster.sh [OUT] [ITERS]    env: ZEN_BENCH_HOSTS="2 4 8" ZEN_BENCH_RATES="1gbit 10gbit"
@@ -52,10 +53,18 @@ bash scripts/cluster.sh run -- build/bin/zen_perf --scheme mpi_allreduce,mpi_all
   -b 256K -e 16M -f 4 -d 0.01 --overlap 2 -c 0 -w 2 -n 8 --json "$out/calib-$cal_rate-h4-perf.json" >"$out/calib-$cal_rate-h4-perf.txt" 2>&1
 build/bin/zen_model --calibrate "$out/calib-$cal_rate-h4-perf.json" --save "$out/calib-$cal_rate-h4.json" | tee "$out/calib-$cal_rate-h4.txt"
 bash scripts/cluster.sh down >/dev/null
-# Every run at that rate predicted from the 4-host calibration (bytes: the model's own).
-for h in $hosts; do
-  for output in dense sparse; do
-    build/bin/zen_model --trace "$brown" --predict "$out/$cal_rate-h$h-$output.json" --calibration "$out/calib-$cal_rate-h4.json" \
+# Every run at that rate predicted from the 4-host calibration (bytes: the model's own). When the
+# 4-host trace run exists, each scheme's compute per row is fitted on it (rows of D values, the
+# trace's overlap) rather than on the synthetic sweep: calib-<rate>-h4-<output>.json.
+for output in dense sparse; do
+  cal="$out/calib-$cal_rate-h4.json"
+  if [ -s "$out/$cal_rate-h4-$output.json" ]; then
+    cal="$out/calib-$cal_rate-h4-$output.json"
+    build/bin/zen_model --calibrate "$out/calib-$cal_rate-h4-perf.json" --compute-from "$out/$cal_rate-h4-$output.json" \
+      --save "$cal" >"$out/calib-$cal_rate-h4-$output.txt"
+  fi
+  for h in $hosts; do
+    build/bin/zen_model --trace "$brown" --predict "$out/$cal_rate-h$h-$output.json" --calibration "$cal" \
       >"$out/predict-$cal_rate-h$h-$output.txt"
   done
 done
@@ -92,7 +101,8 @@ rate_bits() { case $1 in *gbit) echo $(( ${1%gbit} * 1000000000 )) ;; *mbit) ech
     done
   done
   echo
-  echo "## model vs measured ($cal_rate; alpha, beta and compute per row calibrated on 4 hosts: calib-$cal_rate-h4.txt)"
+  echo "## model vs measured ($cal_rate; calibrated on 4 hosts: alpha and beta on calib-$cal_rate-h4.txt's sweep, compute per row"
+  echo "on the 4-host trace run of the same output where it ran: calib-$cal_rate-h4-<output>.txt)"
   echo
   echo "model = alpha x rounds + beta x bytes of the busiest rank (the model's exact bytes; measured for the raw MPI"
   echo "baselines) + compute per row x rows touched (zen_model --predict); error = model / measured - 1."
