@@ -2,7 +2,8 @@
 # The cost model's bytes equal zen_perf's measured bytes exactly: a synthetic trace and the corpus
 # trace of tests/data, n = 2..8 (loopback ranks), every scheme, sparse and dense output, three pull
 # encodings across the runs. zen_model --check exits non-zero on any difference. Then the time model's
-# round trip: --calibrate --save on a synthetic run at n = 4, --predict of the n = 8 trace runs (every
+# round trip: --calibrate --save on a synthetic run at n = 4 (compute per row from the n = 8 sparse trace
+# run: --compute-from), --predict of the n = 8 trace runs (every
 # calibrated scheme's row predicted, the model's parts summing to its time).
 #   model_check_test.sh ZEN_TRACE ZEN_PERF ZEN_MODEL CORPUS_TEXT
 set -uo pipefail
@@ -33,7 +34,8 @@ echo "model_check: $runs runs, $( [ $fail = 0 ] && echo all exact || echo FAILED
 
 if ! "$zen_perf" --threads 4 --scheme dense_native,balanced,allgather,sparse_ps -b 64K -e 1M -f 4 -d 0.01 -c 0 -w 1 -n 3 \
      --json "$dir/cal-run.json" >"$dir/cal-run.txt" 2>&1 ||
-   ! "$zen_model" --calibrate "$dir/cal-run.json" --save "$dir/cal.json" >"$dir/cal.txt" 2>&1; then
+   ! "$zen_model" --calibrate "$dir/cal-run.json" --compute-from "$dir/perf-8-sparse.json" --save "$dir/cal.json" \
+     >"$dir/cal.txt" 2>&1 || ! grep -q "compute per row from" "$dir/cal.txt"; then
   echo "calibration failed:"; cat "$dir/cal-run.txt" "$dir/cal.txt"; exit 1
 fi
 for output in sparse dense; do
