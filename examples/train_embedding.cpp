@@ -2,8 +2,8 @@
 // (the Brown corpus from scripts/fetch_corpus.sh by default). Both embedding tables are
 // nn::Embedding(sparse=true); after every backward the gradients are synchronized by one of:
 //   zen:<scheme>  zen::libtorch::GradSync (any zen scheme, e.g. zen:balanced, zen:allgather, zen:auto),
-//                 each parameter's sync started during backward (overlap); zen:<scheme>:no-overlap
-//                 syncs after backward
+//                 its defaults (sync after backward); zen:<scheme>:overlap starts each parameter's sync
+//                 during backward (GradSyncOptions::overlap), zen:<scheme>:no-overlap after it
 //   gloo          c10d::ProcessGroupGloo's sparse allreduce over a FileStore, what DDP does with sparse
 //                 gradients (an allgather of every rank's indices and values); it binds to the address
 //                 of the interface the ranks share (--gloo-iface / GLOO_SOCKET_IFNAME to choose one)
@@ -233,11 +233,12 @@ class Trainer {
     if (name.rfind("zen:", 0) == 0) {
       zen::libtorch::GradSyncOptions go;
       go.scheme = name.substr(4);
-      const std::string off = ":no-overlap";
-      if (go.scheme.size() > off.size() && go.scheme.compare(go.scheme.size() - off.size(), off.size(), off) == 0) {
-        go.scheme.resize(go.scheme.size() - off.size());
-        go.overlap = false;
-      }
+      for (const std::string suffix : {":overlap", ":no-overlap"})
+        if (go.scheme.size() > suffix.size() &&
+            go.scheme.compare(go.scheme.size() - suffix.size(), suffix.size(), suffix) == 0) {
+          go.scheme.resize(go.scheme.size() - suffix.size());
+          go.overlap = suffix == ":overlap";
+        }
       v.zsync = std::make_unique<zen::libtorch::GradSync>(comm_, *v.model, go);
     } else if (name != "dense" && name != "gloo") {
       throw std::runtime_error("unknown --sync variant '" + name + "'");
@@ -434,7 +435,7 @@ int main(int argc, char** argv) {
   CLI::App app{"word2vec (skip-gram, negative sampling) with sparse embeddings, data-parallel over MPI ranks; "
                "compares gradient synchronizations: zen schemes, Gloo (DDP's sparse path), dense MPI_Allreduce"};
   app.add_option("--corpus", c.corpus, "text corpus, one sentence per line (scripts/fetch_corpus.sh)")->capture_default_str();
-  app.add_option("--sync", c.sync, "comma-separated: zen:<scheme> (zen:<scheme>:no-overlap: sync after backward), gloo, dense")->capture_default_str();
+  app.add_option("--sync", c.sync, "comma-separated: zen:<scheme>[:overlap|:no-overlap] (sync during / after backward), gloo, dense")->capture_default_str();
   app.add_option("--steps", c.steps, "training steps per variant")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--batch", c.batch, "center words per rank and step")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--dim", c.dim, "embedding dimension")->capture_default_str()->check(CLI::PositiveNumber);

@@ -374,12 +374,10 @@ void GradSync::synchronize() {
     }
     kinds_[i * W] = g.is_sparse() ? 2 : 1;
   }
-  // 2. Overlap: start the armed syncs backward did not start (same order on every rank), then agree
-  //    on the kinds (queued behind them) and collect them.
+  // 2. Overlap: start the armed syncs backward did not start (same order on every rank) and collect
+  //    them; then agree on the kinds (on this thread: nothing is pending any more).
   const double ts = now_s();
   for (; cursor_ < armed_.size(); ++cursor_) start_armed(armed_[cursor_], false);
-  all_kinds_.resize(P * W * static_cast<size_t>(n));
-  if (P) in_order(comm_, [&] { comm_.allgather(kinds_.data(), P * W, all_kinds_.data()); });
   for (size_t i : armed_) {
     Param& p = params_[i];
     try {
@@ -388,6 +386,8 @@ void GradSync::synchronize() {
       rethrow_named(e, "parameter '" + p.name + "'");
     }
   }
+  all_kinds_.resize(P * W * static_cast<size_t>(n));
+  if (P) in_order(comm_, [&] { comm_.allgather(kinds_.data(), P * W, all_kinds_.data()); });
   // 3. Per parameter: the agreed kind; armed results go in, other sparse gradients through zen now.
   //    (An error from here on is thrown on every rank alike; the next call then starts unarmed.)
   std::vector<size_t> dense;

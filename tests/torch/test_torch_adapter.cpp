@@ -240,6 +240,7 @@ TEST(GradSyncOverlap, SecondBackwardBeforeSynchronizeIsResynced) {
     Net& net = *nets[static_cast<size_t>(r)];
     GradSyncOptions o;
     o.average = false;
+    o.overlap = true;
     GradSync sync(c, net, o);
     backward(net, r, true);
     sync.synchronize();
