@@ -189,7 +189,7 @@ struct Variant {
   std::unique_ptr<torch::optim::Optimizer> opt;
   std::unique_ptr<zen::libtorch::GradSync> zsync;
   double t_sync = 0, t_step = 0, loss_acc = 0, total_sync = 0, total_step = 0;
-  int in_interval = 0, timed_steps = 0;
+  int in_interval = 0, timed_in_interval = 0, timed_steps = 0;
   Outcome o;
 };
 
@@ -260,27 +260,33 @@ class Trainer {
     const double t2 = now_s();
     v.opt->step();
     const double t3 = now_s();
-    if (t < c_.warmup && t + 1 < c_.steps) return;  // warm-up: trained, not timed (the last step always is)
-    v.t_sync += t2 - t1;
-    v.t_step += t3 - t0;
-    v.loss_acc += loss.item<double>();
+    v.loss_acc += loss.item<double>();  // the loss curve counts every step
     ++v.in_interval;
-    ++v.timed_steps;
+    if (t >= c_.warmup || t + 1 == c_.steps) {  // warm-up steps are trained, not timed (the last one always is)
+      v.t_sync += t2 - t1;
+      v.t_step += t3 - t0;
+      ++v.timed_in_interval;
+      ++v.timed_steps;
+    }
     if ((t + 1) % c_.interval == 0 || t + 1 == c_.steps) {
-      // The slowest rank sets the pace: max over ranks of step and sync time.
+      // The slowest rank sets the pace: max over ranks of step and sync time (0 for an interval of
+      // warm-up steps only).
       const double step_s = max_over_ranks(v.t_step), sync_s = max_over_ranks(v.t_sync);
       const double mean_loss = sum_over_ranks(v.loss_acc) / n_ / v.in_interval;
+      const int timed = v.timed_in_interval;
       Interval iv{t + 1, now_s() - t_start, mean_loss,
-                  static_cast<double>(c_.batch) * n_ * v.in_interval / step_s, 1e3 * sync_s / v.in_interval,
-                  sync_s / step_s};
+                  timed ? static_cast<double>(c_.batch) * n_ * timed / step_s : 0.0,
+                  timed ? 1e3 * sync_s / timed : 0.0, timed ? sync_s / step_s : 0.0};
       v.o.curve.push_back(iv);
-      if (rank_ == 0)
+      if (rank_ == 0 && !timed)
+        std::printf("%-22s step %5d  loss %.5f  (warm-up, not timed)\n", v.name.c_str(), iv.step, iv.loss);
+      else if (rank_ == 0)
         std::printf("%-22s step %5d  loss %.5f  tokens/s %10.0f  sync %8.3f ms/step (%4.1f%% of the step)\n",
                     v.name.c_str(), iv.step, iv.loss, iv.tokens_per_s, iv.sync_ms, 100 * iv.sync_share);
       v.total_sync += sync_s;
       v.total_step += step_s;
       v.t_sync = v.t_step = v.loss_acc = 0;
-      v.in_interval = 0;
+      v.in_interval = v.timed_in_interval = 0;
     }
   }
 
