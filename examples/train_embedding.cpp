@@ -1,16 +1,26 @@
 // Data-parallel word2vec (skip-gram with negative sampling) in LibTorch on MPI ranks, on a text corpus
 // (the Brown corpus from scripts/fetch_corpus.sh by default). Both embedding tables are
 // nn::Embedding(sparse=true); after every backward the gradients are synchronized by one of:
-//   zen:<scheme>  zen::libtorch::GradSync (any zen scheme, e.g. zen:balanced, zen:allgather, zen:auto)
+//   zen:<scheme>  zen::libtorch::GradSync (any zen scheme, e.g. zen:balanced, zen:allgather, zen:auto),
+//                 its defaults (sync after backward); zen:<scheme>:overlap starts each parameter's sync
+//                 during backward (GradSyncOptions::overlap), zen:<scheme>:no-overlap after it
 //   gloo          c10d::ProcessGroupGloo's sparse allreduce over a FileStore, what DDP does with sparse
-//                 gradients (an allgather of every rank's indices and values)
+//                 gradients (an allgather of every rank's indices and values); it binds to the address
+//                 of the interface the ranks share (--gloo-iface / GLOO_SOCKET_IFNAME to choose one)
 //   dense         MPI_Allreduce of the dense gradient (what sparse=false would cost)
 // Every variant starts from the same seed and sees the same data in the same order, so their
-// parameters agree up to the summation order of floating-point sums (docs/torch.md). Prints loss,
-// tokens/s and the share of step time spent synchronizing per interval; writes CSV and a PNG.
+// parameters agree up to the summation order of floating-point sums (docs/torch.md). The variants
+// run interleaved, step by step (step t of every variant, then step t+1), and the first --warmup
+// steps of each are not timed, so every variant's figures are measured over the same period and none
+// pays the job's warm-up (connections, first allocations). Prints loss, tokens/s and the share of
+// step time spent waiting for the synchronization per interval; writes CSV and a PNG.
 //
 //   mpirun -np 4 build/bin/train_embedding --steps 300
+#include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <mpi.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,6 +65,8 @@ struct Cfg {
   int64_t max_vocab = 0;
   uint64_t seed = 1;
   int interval = 20;
+  int warmup = 5;          // untimed steps per variant before the timed ones
+  std::string gloo_iface;  // Gloo's interface ("" = GLOO_SOCKET_IFNAME, else the one every rank shares)
   std::string out;
   bool check = false;
   double tolerance = 1e-5;
@@ -170,6 +182,17 @@ uint64_t fnv(const at::Tensor& t, uint64_t h) {
   return h;
 }
 
+// One variant's model, optimizer and synchronization, stepped by Trainer::run in turn with the others.
+struct Variant {
+  std::string name;
+  std::unique_ptr<SkipGram> model;
+  std::unique_ptr<torch::optim::Optimizer> opt;
+  std::unique_ptr<zen::libtorch::GradSync> zsync;
+  double t_sync = 0, t_step = 0, loss_acc = 0, total_sync = 0, total_step = 0;
+  int in_interval = 0, timed_in_interval = 0, timed_steps = 0;
+  Outcome o;
+};
+
 class Trainer {
  public:
   Trainer(const Cfg& c, const Data& d, zen::Communicator& comm) : c_(c), d_(d), comm_(comm) {
@@ -181,75 +204,109 @@ class Trainer {
   void set_gloo(c10::intrusive_ptr<c10d::ProcessGroupGloo> pg) { gloo_ = std::move(pg); }
 #endif
 
-  Outcome run(const std::string& variant) {
-    Outcome o;
-    o.variant = variant;
-    torch::manual_seed(static_cast<uint64_t>(c_.seed));
-    SkipGram model(d_.vocab, c_.dim);
-    std::unique_ptr<torch::optim::Optimizer> opt;
-    if (c_.optimizer == "sgd") opt = std::make_unique<torch::optim::SGD>(model.parameters(), torch::optim::SGDOptions(c_.lr));
-    else opt = std::make_unique<torch::optim::Adagrad>(model.parameters(), torch::optim::AdagradOptions(c_.lr));
-    std::unique_ptr<zen::libtorch::GradSync> zsync;
-    if (variant.rfind("zen:", 0) == 0) {
-      zen::libtorch::GradSyncOptions go;
-      go.scheme = variant.substr(4);
-      zsync = std::make_unique<zen::libtorch::GradSync>(comm_, model, go);
-    }
-    double t_sync = 0, t_step = 0, loss_acc = 0, total_sync = 0, total_step = 0;
-    int in_interval = 0;
+  // Every variant for c.steps steps, interleaved: step t of each variant (in the order given), then
+  // step t + 1. The first c.warmup steps are trained but not timed.
+  std::vector<Outcome> run(const std::vector<std::string>& names) {
+    std::vector<Variant> vs;
+    for (const auto& name : names) vs.push_back(make(name));
     const double t_start = now_s();
     for (int t = 0; t < c_.steps; ++t) {
       at::Tensor cen, ctx, neg;
       make_batch(d_, c_, t, rank_, cen, ctx, neg);
-      const double t0 = now_s();
-      opt->zero_grad();
-      // word2vec's update: the gradient of the summed loss (per-pair SGD steps, batched), averaged over ranks.
-      const at::Tensor losses = model.loss(cen, ctx, neg);
-      losses.sum().backward();
-      const at::Tensor loss = losses.mean().detach();
-      const double t1 = now_s();
-      if (zsync) zsync->synchronize();
-      else sync_other(variant, model);
-      const double t2 = now_s();
-      opt->step();
-      const double t3 = now_s();
-      t_sync += t2 - t1;
-      t_step += t3 - t0;
-      loss_acc += loss.item<double>();
-      ++in_interval;
-      if (in_interval == c_.interval || t + 1 == c_.steps) {
-        // The slowest rank sets the pace: max over ranks of step and sync time.
-        const double step_s = max_over_ranks(t_step), sync_s = max_over_ranks(t_sync);
-        const double mean_loss = sum_over_ranks(loss_acc) / n_ / in_interval;
-        Interval iv{t + 1, now_s() - t_start, mean_loss,
-                    static_cast<double>(c_.batch) * n_ * in_interval / step_s, 1e3 * sync_s / in_interval,
-                    sync_s / step_s};
-        o.curve.push_back(iv);
-        if (rank_ == 0)
-          std::printf("%-14s step %5d  loss %.5f  tokens/s %10.0f  sync %8.3f ms/step (%4.1f%% of the step)\n",
-                      variant.c_str(), iv.step, iv.loss, iv.tokens_per_s, iv.sync_ms, 100 * iv.sync_share);
-        total_sync += sync_s;
-        total_step += step_s;
-        t_sync = t_step = loss_acc = 0;
-        in_interval = 0;
-      }
+      for (auto& v : vs) step(v, t, cen, ctx, neg, t_start);
     }
-    o.tokens_per_s = static_cast<double>(c_.batch) * n_ * c_.steps / total_step;
-    o.sync_ms = 1e3 * total_sync / c_.steps;
-    o.sync_share = total_sync / total_step;
+    std::vector<Outcome> out;
+    for (auto& v : vs) out.push_back(finish(v));
+    return out;
+  }
+
+ private:
+  Variant make(const std::string& name) {
+    Variant v;
+    v.name = v.o.variant = name;
+    torch::manual_seed(static_cast<uint64_t>(c_.seed));
+    v.model = std::make_unique<SkipGram>(d_.vocab, c_.dim);
+    if (c_.optimizer == "sgd")
+      v.opt = std::make_unique<torch::optim::SGD>(v.model->parameters(), torch::optim::SGDOptions(c_.lr));
+    else
+      v.opt = std::make_unique<torch::optim::Adagrad>(v.model->parameters(), torch::optim::AdagradOptions(c_.lr));
+    if (name.rfind("zen:", 0) == 0) {
+      zen::libtorch::GradSyncOptions go;
+      go.scheme = name.substr(4);
+      for (const std::string suffix : {":overlap", ":no-overlap"})
+        if (go.scheme.size() > suffix.size() &&
+            go.scheme.compare(go.scheme.size() - suffix.size(), suffix.size(), suffix) == 0) {
+          go.scheme.resize(go.scheme.size() - suffix.size());
+          go.overlap = suffix == ":overlap";
+        }
+      v.zsync = std::make_unique<zen::libtorch::GradSync>(comm_, *v.model, go);
+    } else if (name != "dense" && name != "gloo") {
+      throw std::runtime_error("unknown --sync variant '" + name + "'");
+    }
+    return v;
+  }
+
+  void step(Variant& v, int t, const at::Tensor& cen, const at::Tensor& ctx, const at::Tensor& neg, double t_start) {
+    MPI_Barrier(MPI_COMM_WORLD);  // every rank starts the variant's step together
+    const double t0 = now_s();
+    v.opt->zero_grad();
+    // word2vec's update: the gradient of the summed loss (per-pair SGD steps, batched), averaged over ranks.
+    const at::Tensor losses = v.model->loss(cen, ctx, neg);
+    losses.sum().backward();
+    const at::Tensor loss = losses.mean().detach();
+    const double t1 = now_s();
+    if (v.zsync) v.zsync->synchronize();
+    else sync_other(v.name, *v.model);
+    const double t2 = now_s();
+    v.opt->step();
+    const double t3 = now_s();
+    v.loss_acc += loss.item<double>();  // the loss curve counts every step
+    ++v.in_interval;
+    if (t >= c_.warmup || t + 1 == c_.steps) {  // warm-up steps are trained, not timed (the last one always is)
+      v.t_sync += t2 - t1;
+      v.t_step += t3 - t0;
+      ++v.timed_in_interval;
+      ++v.timed_steps;
+    }
+    if ((t + 1) % c_.interval == 0 || t + 1 == c_.steps) {
+      // The slowest rank sets the pace: max over ranks of step and sync time (0 for an interval of
+      // warm-up steps only).
+      const double step_s = max_over_ranks(v.t_step), sync_s = max_over_ranks(v.t_sync);
+      const double mean_loss = sum_over_ranks(v.loss_acc) / n_ / v.in_interval;
+      const int timed = v.timed_in_interval;
+      Interval iv{t + 1, now_s() - t_start, mean_loss,
+                  timed ? static_cast<double>(c_.batch) * n_ * timed / step_s : 0.0,
+                  timed ? 1e3 * sync_s / timed : 0.0, timed ? sync_s / step_s : 0.0};
+      v.o.curve.push_back(iv);
+      if (rank_ == 0 && !timed)
+        std::printf("%-22s step %5d  loss %.5f  (warm-up, not timed)\n", v.name.c_str(), iv.step, iv.loss);
+      else if (rank_ == 0)
+        std::printf("%-22s step %5d  loss %.5f  tokens/s %10.0f  sync %8.3f ms/step (%4.1f%% of the step)\n",
+                    v.name.c_str(), iv.step, iv.loss, iv.tokens_per_s, iv.sync_ms, 100 * iv.sync_share);
+      v.total_sync += sync_s;
+      v.total_step += step_s;
+      v.t_sync = v.t_step = v.loss_acc = 0;
+      v.in_interval = v.timed_in_interval = 0;
+    }
+  }
+
+  Outcome finish(Variant& v) {
+    Outcome o = std::move(v.o);
+    o.tokens_per_s = static_cast<double>(c_.batch) * n_ * v.timed_steps / v.total_step;
+    o.sync_ms = 1e3 * v.total_sync / v.timed_steps;
+    o.sync_share = v.total_sync / v.total_step;
     o.final_loss = o.curve.back().loss;
     // Every rank must hold the same parameters.
     uint64_t h = 1469598103934665603ULL;
-    for (const auto& p : model.parameters()) h = fnv(p.detach().contiguous(), h);
+    for (const auto& p : v.model->parameters()) h = fnv(p.detach().contiguous(), h);
     uint64_t lo = 0, hi = 0;
     MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
     o.ranks_agree = lo == hi;
-    for (const auto& p : model.parameters()) o.params.push_back(p.detach().clone());
+    for (const auto& p : v.model->parameters()) o.params.push_back(p.detach().clone());
     return o;
   }
 
- private:
   void sync_other(const std::string& variant, SkipGram& model) {
     for (auto& p : model.parameters()) {
       at::Tensor& g = p.mutable_grad();
@@ -265,8 +322,6 @@ class Trainer {
         w->wait();
         g = w->result()[0].coalesce().div(static_cast<double>(n_));
 #endif
-      } else {
-        throw std::runtime_error("unknown --sync variant '" + variant + "'");
       }
     }
   }
@@ -279,6 +334,55 @@ class Trainer {
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_;
 #endif
 };
+
+// The IPv4 address Gloo binds to on this rank (collective over MPI_COMM_WORLD). Gloo's peers connect
+// to the address each rank publishes in the store, so it must be one the other ranks reach:
+// 127.0.0.1 when every rank sees the same interfaces (one host); otherwise the address of this
+// rank's first interface whose subnet holds an address of every other rank (on scripts/cluster.sh's
+// namespaces: eth0's 10.231.0.x). An error names the rank when no such interface exists.
+std::string gloo_address(int rank, int n) {
+  constexpr int kMax = 16;
+  uint32_t mine[2 * kMax] = {0};  // (address, netmask) pairs, network byte order; 0 = unused
+  int k = 0;
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) == 0) {
+    for (ifaddrs* i = ifs; i && k < kMax; i = i->ifa_next) {
+      if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !i->ifa_netmask || (i->ifa_flags & IFF_LOOPBACK) ||
+          !(i->ifa_flags & IFF_UP))
+        continue;
+      mine[2 * k] = reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr;
+      mine[2 * k + 1] = reinterpret_cast<const sockaddr_in*>(i->ifa_netmask)->sin_addr.s_addr;
+      ++k;
+    }
+    freeifaddrs(ifs);
+  }
+  std::vector<uint32_t> all(static_cast<size_t>(n) * 2 * kMax);
+  MPI_Allgather(mine, 2 * kMax, MPI_UINT32_T, all.data(), 2 * kMax, MPI_UINT32_T, MPI_COMM_WORLD);
+  bool same = true;
+  for (int q = 0; q < n; ++q) same = same && std::equal(mine, mine + 2 * kMax, all.begin() + q * 2 * kMax);
+  if (same) return "127.0.0.1";
+  for (int j = 0; j < k; ++j) {
+    const uint32_t net = mine[2 * j] & mine[2 * j + 1];
+    bool everyone = true;
+    for (int q = 0; q < n && everyone; ++q) {
+      bool found = false;
+      for (int m = 0; m < kMax && !found; ++m) {
+        const uint32_t a = all[static_cast<size_t>(q) * 2 * kMax + 2 * m];
+        found = a != 0 && (a & mine[2 * j + 1]) == net;
+      }
+      everyone = found;
+    }
+    if (everyone) {
+      char buf[INET_ADDRSTRLEN] = {0};
+      in_addr a{};
+      a.s_addr = mine[2 * j];
+      inet_ntop(AF_INET, &a, buf, sizeof buf);
+      return buf;
+    }
+  }
+  throw std::runtime_error("gloo: rank " + std::to_string(rank) +
+                           " has no interface on a subnet every rank shares; pass --gloo-iface (or set GLOO_SOCKET_IFNAME)");
+}
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> v;
@@ -337,7 +441,7 @@ int main(int argc, char** argv) {
   CLI::App app{"word2vec (skip-gram, negative sampling) with sparse embeddings, data-parallel over MPI ranks; "
                "compares gradient synchronizations: zen schemes, Gloo (DDP's sparse path), dense MPI_Allreduce"};
   app.add_option("--corpus", c.corpus, "text corpus, one sentence per line (scripts/fetch_corpus.sh)")->capture_default_str();
-  app.add_option("--sync", c.sync, "comma-separated: zen:<scheme>, gloo, dense")->capture_default_str();
+  app.add_option("--sync", c.sync, "comma-separated: zen:<scheme>[:overlap|:no-overlap] (sync during / after backward), gloo, dense")->capture_default_str();
   app.add_option("--steps", c.steps, "training steps per variant")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--batch", c.batch, "center words per rank and step")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--dim", c.dim, "embedding dimension")->capture_default_str()->check(CLI::PositiveNumber);
@@ -349,6 +453,11 @@ int main(int argc, char** argv) {
   app.add_option("--max-vocab", c.max_vocab, "keep the most frequent words only (0 = all)")->capture_default_str();
   app.add_option("--seed", c.seed, "seed of the model and the data order")->capture_default_str();
   app.add_option("--interval", c.interval, "steps per printed line")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--warmup", c.warmup, "untimed steps per variant before the timed ones (trained like the others)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--gloo-iface", c.gloo_iface,
+                 "network interface Gloo binds to (default: $GLOO_SOCKET_IFNAME, else 127.0.0.1 on one host, else "
+                 "the interface whose subnet every rank shares)");
   app.add_option("--out", c.out, "directory for train_embedding.csv and train_embedding.png");
   app.add_flag("--check", c.check, "exit 1 unless every variant's parameters and loss curve agree with the first's");
   app.add_option("--tolerance", c.tolerance, "--check: relative tolerance")->capture_default_str();
@@ -372,9 +481,9 @@ int main(int argc, char** argv) {
     const Data d = load(c);
     if (rank == 0)
       std::printf("# corpus %s: %zu sentences, vocabulary %lld; %d ranks, batch %d per rank, dim %d, %d negatives, "
-                  "%s lr %g, %d steps\n",
+                  "%s lr %g, %d steps (%d untimed), variants interleaved step by step\n",
                   c.corpus.c_str(), d.sentences.size(), static_cast<long long>(d.vocab), n, c.batch, c.dim,
-                  c.negatives, c.optimizer.c_str(), c.lr, c.steps);
+                  c.negatives, c.optimizer.c_str(), c.lr, c.steps, std::min(c.warmup, c.steps - 1));
     Trainer tr(c, d, *comm);
 #ifdef ZEN_TRAIN_HAVE_GLOO
     std::string store_dir;
@@ -389,18 +498,20 @@ int main(int argc, char** argv) {
       store_dir = buf;
       auto store = c10::make_intrusive<c10d::FileStore>(store_dir + "/store", n);
       auto opts = c10d::ProcessGroupGloo::Options::create();
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      std::string iface = c.gloo_iface;
+      if (iface.empty() && std::getenv("GLOO_SOCKET_IFNAME")) iface = std::getenv("GLOO_SOCKET_IFNAME");
+      const std::string addr = iface.empty() ? gloo_address(rank, n) : "";
+      opts->devices.push_back(iface.empty() ? c10d::ProcessGroupGloo::createDeviceForHostname(addr)
+                                            : c10d::ProcessGroupGloo::createDeviceForInterface(iface));
+      if (rank == 0) std::printf("# gloo: rank 0 binds to %s\n", iface.empty() ? addr.c_str() : ("interface " + iface).c_str());
       tr.set_gloo(c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, n, opts));
     }
 #else
     for (const auto& v : variants)
       if (v == "gloo") throw std::runtime_error("--sync gloo: built without the gloo headers (Debian libgloo-dev)");
 #endif
-    std::vector<Outcome> runs;
-    for (const auto& v : variants) {
-      MPI_Barrier(MPI_COMM_WORLD);
-      runs.push_back(tr.run(v));
-    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    const std::vector<Outcome> runs = tr.run(variants);
     int bad = 0;
     if (rank == 0) {
       std::printf("\n| sync | tokens/s | sync ms/step | sync share | final loss | max rel. param diff vs %s | ranks agree |\n"

@@ -1,13 +1,17 @@
 // The LibTorch adapter on real nn::Embedding(sparse=true) gradients, n = 1..8 loopback ranks, every
 // scheme: GradSync gives every rank the average (or sum) of all ranks' gradients, exactly (integer-
 // valued gradients; averages compared with the same division), sparse or dense output, unused
-// parameters, dense parameters in buckets; bad inputs fail on every rank naming the parameter.
+// parameters, dense parameters in buckets, overlap on and off (the sync started during backward,
+// proven from inside backward); bad inputs fail on every rank naming the parameter.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
+#include <thread>
 
 #include "zen/comm/loopback.hpp"
 #include "zen/torch.hpp"
@@ -45,8 +49,9 @@ at::Tensor weights(int r, int64_t len) {
 }
 
 // One rank's backward: loss = sum(emb(idx) * w) + sum(head(emb(idx)))*0 + unused only on odd ranks.
-void backward(Net& net, int r) {
-  net.zero_grad();
+// set_to_none: the gradients start undefined (backward then makes them sparse at every step).
+void backward(Net& net, int r, bool set_to_none = false) {
+  net.zero_grad(set_to_none);
   const at::Tensor idx = batch(r, 20 + r);
   const at::Tensor e = net.emb->forward(idx);
   at::Tensor loss = (e * weights(r, idx.size(0))).sum() + net.head->forward(e.detach()).sum();
@@ -76,6 +81,7 @@ TEST_P(TorchAdapter, GradSyncEqualsTheAverageOfAllRanks) {
     sum_w += ref_net.head->weight.grad();
     sum_b += ref_net.head->bias.grad();
   }
+  for (bool overlap : {false, true})
   for (bool average : {false, true})
     for (bool dense_output : {false, true}) {
       std::mutex mu;
@@ -91,15 +97,21 @@ TEST_P(TorchAdapter, GradSyncEqualsTheAverageOfAllRanks) {
         o.scheme = scheme;
         o.average = average;
         o.dense_output = dense_output;
+        o.overlap = overlap;
         o.scheme_options.autotune.trials = 1;
         GradSync sync(c, net, o);
-        for (int step = 0; step < 2; ++step) {  // plans are reused on the second step
-          backward(net, c.rank());
+        // Plans are reused from the second step on; with overlap the syncs start in backward from then
+        // on, the gradients set to none so that they are sparse at every step (dense output included).
+        for (int step = 0; step < (overlap ? 3 : 2); ++step) {
+          backward(net, c.rank(), overlap);
           sync.synchronize();
           const at::Tensor g = net.emb->weight.grad();
           std::lock_guard<std::mutex> lk(mu);
           const std::string where = scheme + " n=" + std::to_string(n) + " rank " + std::to_string(c.rank()) +
-                                    (average ? " average" : " sum") + (dense_output ? " dense" : " sparse");
+                                    (average ? " average" : " sum") + (dense_output ? " dense" : " sparse") +
+                                    (overlap ? " overlap" : "") + " step " + std::to_string(step);
+          EXPECT_EQ(sync.last().overlapped, overlap && step > 0 ? (n > 1 && c.rank() % 2 ? 2 : 1) : 0) << where;
+          EXPECT_EQ(sync.last().resynced, 0) << where;
           ASSERT_EQ(g.is_sparse(), !dense_output) << where;
           if (!dense_output) {
             EXPECT_TRUE(g.is_coalesced()) << where;
@@ -117,7 +129,7 @@ TEST_P(TorchAdapter, GradSyncEqualsTheAverageOfAllRanks) {
           EXPECT_TRUE(::torch::allclose(net.head->bias.grad(), average ? sum_b / d : sum_b, 1e-6, 1e-6)) << where;
           // With dense output the gradients stay dense (backward accumulates into them) from the
           // second step on, and go through the dense buckets.
-          if (!dense_output || step == 0) {
+          if (!dense_output || step == 0 || overlap) {
             EXPECT_EQ(sync.last().sparse_tensors, n > 1 ? 2 : 1) << where;
             EXPECT_EQ(sync.last().dense_tensors, 2) << where;
           }
@@ -129,6 +141,128 @@ TEST_P(TorchAdapter, GradSyncEqualsTheAverageOfAllRanks) {
 
 INSTANTIATE_TEST_SUITE_P(All, TorchAdapter, ::testing::Combine(::testing::ValuesIn(schemes()), ::testing::Range(1, 9)),
                          [](const auto& i) { return std::get<0>(i.param) + "_n" + std::to_string(std::get<1>(i.param)); });
+
+// An autograd node that calls probe(slot) from its backward. Created before the embedding's forward,
+// it runs after the embedding's backward and AccumulateGrad (the engine runs the ready node of the
+// highest sequence number first; AccumulateGrad's is the highest), so its probe sees what happened
+// when backward produced the embedding's gradient, while backward is still running.
+std::array<std::function<void()>, 8> probes;
+struct Probe : public ::torch::autograd::Function<Probe> {
+  static at::Tensor forward(::torch::autograd::AutogradContext* ctx, const at::Tensor& x, int64_t slot) {
+    ctx->saved_data["slot"] = slot;
+    return x.clone();
+  }
+  static ::torch::autograd::variable_list backward(::torch::autograd::AutogradContext* ctx,
+                                                   ::torch::autograd::variable_list g) {
+    probes[static_cast<size_t>(ctx->saved_data["slot"].toInt())]();
+    return {g[0], at::Tensor()};
+  }
+};
+
+// Overlap's property: from the second step on, the embedding's sync is started by backward and its
+// bytes cross the communicator before backward returns. Inside backward, after the embedding's
+// gradient was accumulated, each rank sees its sync started (started_in_backward) and waits (at most
+// 5 s) for the communicator's call queue to run it: its traffic counters must have moved. Without
+// overlap nothing is started nor sent inside backward. n = 2 and 3; the results stay exact.
+TEST(GradSyncOverlap, SyncStartsAndSendsDuringBackward) {
+  for (int n : {2, 3})
+    for (bool overlap : {true, false}) {
+      std::vector<std::shared_ptr<Net>> nets;
+      for (int r = 0; r < n; ++r) {
+        ::torch::manual_seed(3);
+        nets.push_back(std::make_shared<Net>());
+      }
+      std::mutex mu;
+      loopback::run(n, [&](Communicator& c) {
+        const int r = c.rank();
+        Net& net = *nets[static_cast<size_t>(r)];
+        GradSyncOptions o;
+        o.overlap = overlap;
+        GradSync sync(c, net, o);
+        for (int step = 0; step < 3; ++step) {
+          net.zero_grad(true);
+          int started = -1;
+          bool grad_seen = false;
+          uint64_t sent_in_backward = 0;
+          const uint64_t sent0 = c.stats().total_sent();
+          probes[static_cast<size_t>(r)] = [&] {
+            grad_seen = net.emb->weight.grad().defined();
+            started = sync.started_in_backward();
+            const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+            while (c.queue_busy() && std::chrono::steady_clock::now() < until)
+              std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            if (!c.queue_busy()) sent_in_backward = c.stats().total_sent() - sent0;
+          };
+          const at::Tensor x = ::torch::ones({2}, ::torch::requires_grad());
+          const at::Tensor probe_part = Probe::apply(x, int64_t{r}).sum();  // created first: runs last
+          const at::Tensor idx = batch(r, 20 + r);
+          const at::Tensor loss = (net.emb->forward(idx) * weights(r, idx.size(0))).sum() + probe_part;
+          loss.backward();
+          sync.synchronize();
+          std::lock_guard<std::mutex> lk(mu);
+          const std::string where = "n=" + std::to_string(n) + " rank " + std::to_string(r) + " step " +
+                                    std::to_string(step) + (overlap ? " overlap" : " no overlap");
+          EXPECT_TRUE(grad_seen) << where << ": the probe ran before the embedding's gradient was accumulated";
+          if (overlap && step > 0) {
+            EXPECT_EQ(started, 1) << where << ": the embedding's sync was not started by backward";
+            EXPECT_GT(sent_in_backward, 0u) << where << ": nothing was sent while backward ran";
+          } else {
+            EXPECT_EQ(started, 0) << where;
+            EXPECT_EQ(sent_in_backward, 0u) << where;
+          }
+          EXPECT_EQ(sync.last().overlapped, started) << where;
+        }
+      });
+      // After 3 steps every rank holds the same sum: the last step's gradient, averaged.
+      at::Tensor want = ::torch::zeros({kV, kD});
+      for (int r = 0; r < n; ++r) {
+        const at::Tensor idx = batch(r, 20 + r);
+        want.index_add_(0, idx, weights(r, idx.size(0)));
+      }
+      for (int r = 0; r < n; ++r)
+        EXPECT_TRUE(::torch::equal(nets[static_cast<size_t>(r)]->emb->weight.grad().to_dense(), want / n))
+            << "n=" << n << " rank " << r;
+    }
+}
+
+// Gradient accumulation: a second backward before synchronize() changes a gradient whose sync was
+// already started; it is synced again on every rank and the result is the sum of both backwards.
+TEST(GradSyncOverlap, SecondBackwardBeforeSynchronizeIsResynced) {
+  const int n = 3;
+  std::vector<std::shared_ptr<Net>> nets;
+  for (int r = 0; r < n; ++r) {
+    ::torch::manual_seed(3);
+    nets.push_back(std::make_shared<Net>());
+  }
+  std::mutex mu;
+  loopback::run(n, [&](Communicator& c) {
+    const int r = c.rank();
+    Net& net = *nets[static_cast<size_t>(r)];
+    GradSyncOptions o;
+    o.average = false;
+    o.overlap = true;
+    GradSync sync(c, net, o);
+    backward(net, r, true);
+    sync.synchronize();
+    backward(net, r, true);
+    // Rank 0 alone accumulates a second backward: every rank must still agree to resync.
+    if (r == 0) {
+      const at::Tensor idx = batch(r, 20 + r);
+      (net.emb->forward(idx) * weights(r, idx.size(0))).sum().backward();
+    }
+    sync.synchronize();
+    std::lock_guard<std::mutex> lk(mu);
+    EXPECT_EQ(sync.last().overlapped, r % 2 ? 2 : 1) << "rank " << r;
+    EXPECT_EQ(sync.last().resynced, 1) << "rank " << r;
+  });
+  at::Tensor want = ::torch::zeros({kV, kD});
+  for (int r = 0; r < n; ++r) {
+    const at::Tensor idx = batch(r, 20 + r);
+    want.index_add_(0, idx, weights(r, idx.size(0)) * (r == 0 ? 2 : 1));
+  }
+  for (int r = 0; r < n; ++r)
+    EXPECT_TRUE(::torch::equal(nets[static_cast<size_t>(r)]->emb->weight.grad().to_dense(), want)) << "rank " << r;
+}
 
 // Every rank gets an error naming the parameter (no hang, no crash), at once: within 2 s of entering
 // `body`, under a 10 s timeout (docs/reliability.md, "Timing bounds in tests"). A rank reports the
