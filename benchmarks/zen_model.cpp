@@ -279,7 +279,7 @@ int run_scaling(const Trace& tr, const std::vector<int>& ns, const std::vector<d
     for (int n : ns) {
       const model::Problem p = model::Problem::of(spec, n, opt, sparse_out);
       const model::Counts c = extrapolated_counts(p, k, g, gb, kb, all, recs);
-      const model::Link link{alpha_us * 1e-6, message_us * 1e-6, bw * 1e9 / 8.0, 0.0};
+      const model::Link link{alpha_us * 1e-6, message_us * 1e-6, bw * 1e9 / 8.0, 0.0, {}};
       const double dense = model::predict("dense_native", p, c, link).seconds;
       const double gam = k > 0 ? static_cast<double>(c.K) / k : 0.0;
       std::printf("%6d %6.0f %8.2f", n, bw, gam);
@@ -648,7 +648,7 @@ int main(int argc, char** argv) {
                 "the trace's %d iterations\n",
                 tr.dir.c_str(), output.c_str(), pull.c_str(), static_cast<unsigned long long>(seed), tr.meta.iterations);
     const double bw0 = parse_doubles(gbps).front();
-    const model::Link link{alpha_us * 1e-6, message_us * 1e-6, bw0 * 1e9 / 8.0, 0.0};
+    const model::Link link{alpha_us * 1e-6, message_us * 1e-6, bw0 * 1e9 / 8.0, 0.0, {}};
     std::printf("# predicted time: first iteration, alpha %.1f us per round, %.1f us per message, %.0f Gb/s per rank\n", alpha_us,
                 message_us, bw0);
     std::printf("%4s %14s %14s %14s %14s\n", "n", "scheme", "sent_B", "recv_B", "predicted_us");

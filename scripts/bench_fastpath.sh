@@ -5,8 +5,13 @@
 #    and uncoalesced (one row per token occurrence) timed in the same rounds, n = 2 and 4;
 #  - the synthetic sizes of `ZEN_DEMO=sweep scripts/demo.sh` (1M..16M bytes, d = 1%, overlap 2,
 #    skew 1.1), n = 2 and 4;
-# both output forms. Output: one zen_perf table + JSON per run under OUT (default bench-out/).
-#   usage: [ZEN_SCHEMES=a,b,..] scripts/bench_fastpath.sh [OUT] [ITERS]
+# both output forms. Every row is run twice: the steady-state run (warm-up, auto settled before
+# timing; TAG.json) and the 20-call run with no warm-up (-n 20 -w 0 --auto-settle 0; TAG-m20.json,
+# whose mean_us includes auto's decision calls and every scheme's cold first call).
+# Output: one zen_perf table + JSON per run under OUT (default bench-out/); scripts/fastpath_table.py
+# and scripts/auto_table.py turn them into docs/results.md's tables.
+#   usage: [ZEN_SCHEMES=a,b,..] [ZEN_NP="2 4"] [ZEN_OUTPUTS="sparse dense"] [ZEN_KINDS="brown demo"]
+#          scripts/bench_fastpath.sh [OUT] [ITERS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench-out}
@@ -22,16 +27,25 @@ for form in row row-occ; do
     build/bin/zen_trace corpus --text "$text" -o "$dir" -n 8 -B 256 -D 64 -T 4 --row-level $extra >/dev/null
   fi
 done
-schemes=${ZEN_SCHEMES:-balanced,allgather,sparse_ps,dense,dense_native,mpi_allreduce,mpi_allgatherv}
-for np in 2 4; do
-  for output in sparse dense; do
-    tag=brown-n$np-$output
-    echo "== $tag"
-    mpirun -np $np build/bin/zen_perf --trace data/traces/brown-n8-row,data/traces/brown-n8-row-occ \
-      --scheme $schemes -c 1 -w 5 -n "$iters" --output $output --json "$out/$tag.json" | tee "$out/$tag.txt"
-    tag=demo-n$np-$output
-    echo "== $tag"
-    mpirun -np $np build/bin/zen_perf --scheme $schemes -b 1M -e 16M -f 4 -d 0.01 --overlap 2 --skew 1.1 \
-      -c 1 -w 3 -n "$iters" --output $output --json "$out/$tag.json" | tee "$out/$tag.txt"
+schemes=${ZEN_SCHEMES:-balanced,allgather,sparse_ps,sparcml,omnireduce,dense,dense_native,auto,mpi_allreduce,mpi_allgatherv}
+run() {  # TAG WARMUP ZEN_PERF_ARGS...: the steady-state run and the 20-call run of one row
+  local tag=$1 warm=$2
+  shift 2
+  echo "== $tag"
+  mpirun -np $np build/bin/zen_perf --scheme $schemes -c 1 -n "$iters" -w "$warm" "$@" --output $output --json "$out/$tag.json" |
+    tee "$out/$tag.txt"
+  echo "== $tag-m20"
+  mpirun -np $np build/bin/zen_perf --scheme $schemes -c 1 "$@" -n 20 -w 0 --auto-settle 0 --output $output \
+    --json "$out/$tag-m20.json" | tee "$out/$tag-m20.txt"
+}
+for np in ${ZEN_NP:-2 4}; do
+  for output in ${ZEN_OUTPUTS:-sparse dense}; do
+    for kind in ${ZEN_KINDS:-brown demo}; do
+      if [ "$kind" = brown ]; then
+        run brown-n$np-$output 5 --trace data/traces/brown-n8-row,data/traces/brown-n8-row-occ
+      else
+        run demo-n$np-$output 3 -b 1M -e 16M -f 4 -d 0.01 --overlap 2 --skew 1.1
+      fi
+    done
   done
 done

@@ -88,6 +88,29 @@ SchemeOptions scheme_options(const Config& cfg) {
   o.block_size = cfg.block_size;
   o.sparcml_dense_switch = cfg.sparcml_switch;
   o.autotune.explore_within = cfg.auto_explore;
+  o.autotune.explore_budget = cfg.auto_budget;
+  if (cfg.auto_cpu != "default") {  // none, or scheme=VALUE_S/DENSE_S,...
+    o.autotune.cpu.clear();
+    for (size_t p = 0; cfg.auto_cpu != "none" && p < cfg.auto_cpu.size();) {
+      size_t q = cfg.auto_cpu.find(',', p);
+      if (q == std::string::npos) q = cfg.auto_cpu.size();
+      const std::string item = cfg.auto_cpu.substr(p, q - p);
+      const size_t eq = item.find('='), slash = item.find('/');
+      const std::string bad = "--auto-cpu: '" + item + "' is not scheme=VALUE_S/DENSE_S (seconds per value touched / per dense value)";
+      ZEN_ENFORCE(eq != std::string::npos && eq > 0 && slash != std::string::npos && slash > eq, bad);
+      SchemeOptions::Auto::CpuTerm t;
+      t.scheme = item.substr(0, eq);
+      try {
+        t.value_s = std::stod(item.substr(eq + 1, slash - eq - 1));
+        t.dense_s = std::stod(item.substr(slash + 1));
+      } catch (const std::exception&) {
+        ZEN_THROW(Result::InvalidArgument, bad);
+      }
+      ZEN_ENFORCE(t.value_s >= 0 && t.dense_s >= 0, bad + ": seconds must be >= 0");
+      o.autotune.cpu.push_back(t);
+      p = q + 1;
+    }
+  }
   o.autotune.bytes_per_s = cfg.auto_gbps * 1e9 / 8.0;
   o.autotune.alpha_s = cfg.auto_alpha_us * 1e-6;
   o.autotune.reevaluate_every = cfg.auto_every;
@@ -140,6 +163,11 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_flag("--explain", cfg.explain, "print what scheme auto chose and why (every decision)");
   app.add_option("--auto-explore", cfg.auto_explore,
                  "auto: measure the candidates predicted within this factor of the best (<= 1: model only)");
+  app.add_option("--auto-budget", cfg.auto_budget,
+                 "auto: measure only while the predicted extra time of the trial calls is within this many calls of the best");
+  app.add_option("--auto-cpu", cfg.auto_cpu,
+                 "auto: the model's CPU terms per scheme: default (this machine's calibration), none, or "
+                 "scheme=VALUE_S/DENSE_S,... (seconds per value touched / per dense value; scripts/calibrate_auto.sh prints them)");
   app.add_option("--auto-gbps", cfg.auto_gbps, "auto: model bandwidth per rank in Gb/s");
   app.add_option("--auto-alpha-us", cfg.auto_alpha_us, "auto: model latency per message round in microseconds");
   app.add_option("--auto-every", cfg.auto_every, "auto: calls between re-evaluations (0 = never)");

@@ -30,7 +30,9 @@ struct Config {
   uint32_t block_size = 256;
   double sparcml_switch = 0.0;
   bool explain = false;
-  double auto_explore = 4.0, auto_gbps = 25.0, auto_alpha_us = 20.0;
+  double auto_explore = zen::SchemeOptions::Auto{}.explore_within, auto_budget = zen::SchemeOptions::Auto{}.explore_budget;
+  double auto_gbps = 25.0, auto_alpha_us = 20.0;
+  std::string auto_cpu = "default";  // auto's CPU terms per scheme: default, none, or scheme=VALUE_S/DENSE_S,...
   int auto_every = 500;
   int auto_settle = 1;  // 1: auto's first decision (statistics, exploration) is finished before timing
   std::string node_size = "host";  // hier_<scheme>: "host" (MPI shared-memory split) or ranks per node

@@ -116,24 +116,27 @@ void print_header(const Config& cfg, int n, const char* backend, double gamma, b
   std::printf("# size: dense bytes; time_us: median over iterations of the max over ranks (min_us/max_us: fastest and\n"
               "# slowest iteration); each iteration calls every scheme once in turn; algbw = size / time and busbw =\n"
               "# algbw * 2(n-1)/n are dense-equivalent rates (comparable with all_reduce_perf); sent_B/recv_B: most bytes\n"
-              "# any rank sent/received per call; imbalance: max/mean load over owners (push or pull, the larger);\n"
+              "# any rank sent/received per call; mean_us: mean over iterations of the max over ranks (a 20-call cost with\n"
+              "# -n 20 -w 0 --auto-settle 0, auto's decision calls included); imbalance: max/mean load over owners (push or pull, the larger);\n"
               "# #wrong: elements differing from a dense reference of all ranks' inputs. mpi_allreduce and\n"
               "# mpi_allgatherv are raw MPI calls written as a user would (mpi_allreduce always yields the dense sum).\n");
   std::printf("# bound_eff: bytes all ranks sent per call / (value bytes + log2 C(m, K) / 8 of every index set sent),\n"
               "# the distance to the information bound (balanced, sparse_ps and auto running them; '-' otherwise).\n");
-  std::printf("%12s %11s %5s %19s %8s %11s %10s %10s %8s %8s %12s %12s %9s %9s %7s\n", "size", "count", "type", "scheme",
-              "density", "time_us", "min_us", "max_us", "algbw", "busbw", "sent_B", "recv_B", "imbalance", "bound_eff", "#wrong");
+  // mean_us is the last column: scripts read the others by position (scheme $4, time_us $6, ...).
+  std::printf("%12s %11s %5s %19s %8s %11s %10s %10s %8s %8s %12s %12s %9s %9s %7s %11s\n", "size", "count", "type", "scheme",
+              "density", "time_us", "min_us", "max_us", "algbw", "busbw", "sent_B", "recv_B", "imbalance", "bound_eff", "#wrong",
+              "mean_us");
   std::fflush(stdout);
 }
 
 void print_row(const Row& r, const char* type, bool explain) {
   char eff[32] = "-";
   if (r.bound_eff > 0) std::snprintf(eff, sizeof eff, "%.3f", r.bound_eff);
-  std::printf("%12llu %11llu %5s %19s %8.4f %11.1f %10.1f %10.1f %8.3f %8.3f %12llu %12llu %9.3f %9s %7llu\n",
+  std::printf("%12llu %11llu %5s %19s %8.4f %11.1f %10.1f %10.1f %8.3f %8.3f %12llu %12llu %9.3f %9s %7llu %11.1f\n",
               static_cast<unsigned long long>(r.size), static_cast<unsigned long long>(r.count), type, r.scheme.c_str(),
               r.density, r.time_us, r.time_min_us, r.time_max_us, r.algbw, r.busbw, static_cast<unsigned long long>(r.sent),
               static_cast<unsigned long long>(r.recv), std::max(r.push_imb, r.pull_imb), eff,
-              static_cast<unsigned long long>(r.wrong));
+              static_cast<unsigned long long>(r.wrong), r.mean_us);
   if (!r.ran.empty()) {
     std::printf("#   auto ran:");
     for (const auto& [name, calls] : r.ran) std::printf(" %s x%llu", name.c_str(), static_cast<unsigned long long>(calls));
@@ -172,6 +175,9 @@ Row finish_runner(Communicator& comm, Runner& rn, uint64_t N, DType dt, double d
   row.density = dens;
   row.gamma = gam;
   row.time_us = median(rn.times) * 1e6;
+  row.mean_us = 0;
+  for (double x : rn.times) row.mean_us += x;
+  if (!rn.times.empty()) row.mean_us = row.mean_us / static_cast<double>(rn.times.size()) * 1e6;
   row.time_min_us = rn.times.empty() ? 0 : *std::min_element(rn.times.begin(), rn.times.end()) * 1e6;
   row.time_max_us = rn.times.empty() ? 0 : *std::max_element(rn.times.begin(), rn.times.end()) * 1e6;
   row.sent = agg.sent;
@@ -209,7 +215,7 @@ void finish(Communicator& comm, const Config& cfg, const std::vector<Row>& rows)
   j["rows"] = json::array();
   for (const auto& r : rows) {
     json x = {{"trace", r.label},     {"size", r.size},       {"count", r.count},         {"scheme", r.scheme},       {"density", r.density},
-              {"gamma", r.gamma},     {"time_us", r.time_us},     {"time_min_us", r.time_min_us},
+              {"gamma", r.gamma},     {"time_us", r.time_us},     {"mean_us", r.mean_us},     {"time_min_us", r.time_min_us},
               {"time_max_us", r.time_max_us}, {"algbw_GBps", r.algbw}, {"busbw_GBps", r.busbw}, {"sent_B", r.sent},
               {"recv_B", r.recv},     {"push_imbalance", r.push_imb}, {"pull_imbalance", r.pull_imb},
               {"encoding", r.encoding}, {"wrong", r.wrong}};

@@ -18,6 +18,7 @@ struct Row {
   std::string scheme;
   double density = 0, gamma = 0;
   double time_us = 0, time_min_us = 0, time_max_us = 0;
+  double mean_us = 0;  // mean over the timed calls (with -w 0 --auto-settle 0: auto's decision calls included)
   double algbw = 0, busbw = 0;
   uint64_t sent = 0, recv = 0;
   double push_imb = 1, pull_imb = 1;

@@ -241,9 +241,83 @@ Prediction predict(const std::string& scheme, const Problem& p, const Counts& c,
     pr.comm_s += static_cast<double>(b) / link.bytes_per_s;
     pr.latency_s += ph.rounds * link.alpha_s + ph.messages * link.message_s;
   }
-  pr.compute_s = link.entry_s * work_rows(scheme, p, c);
+  pr.rows = work_rows(scheme, p, c);
+  pr.compute_s = link.entry_s * pr.rows + link.cpu_s(scheme, pr.rows, p);
   pr.seconds = pr.comm_s + pr.latency_s + pr.compute_s;
   return pr;
+}
+
+double Link::cpu_s(const std::string& scheme, double rows, const Problem& p) const {
+  double s = 0;
+  for (const auto& t : cpu)
+    if (t.scheme == scheme) s += t.value_s * rows * p.D + t.dense_s * static_cast<double>(p.N());
+  return s;
+}
+
+Link Link::of(const SchemeOptions::Auto& a) {
+  return Link{a.alpha_s, a.message_s, a.bytes_per_s, a.entry_s, a.cpu};
+}
+
+ExploreLimits ExploreLimits::of(const SchemeOptions::Auto& a) {
+  return ExploreLimits{a.explore_within, a.max_explore, a.trials, a.explore_budget};
+}
+
+size_t explore_count(const std::vector<double>& seconds, const ExploreLimits& l) {
+  if (seconds.empty() || l.within <= 1.0) return seconds.empty() ? 0 : 1;
+  const double best = seconds.front();
+  double extra = 0;  // predicted time of the trial calls beyond the best's, in seconds
+  size_t m = 1;
+  for (size_t i = 1; i < seconds.size() && static_cast<int>(m) < l.max_explore; ++i) {
+    if (seconds[i] > l.within * best) break;
+    const double more = extra + static_cast<double>(l.trials) * (seconds[i] - best);
+    if (more > l.budget * best) break;
+    extra = more;
+    ++m;
+  }
+  return m;
+}
+
+int explore_drop_round(const ExploreLimits& l) { return l.trials > 1 ? 1 : 0; }
+
+bool explore_drops(double t, double fastest, const ExploreLimits& l) { return t > std::max(1.0, l.within) * fastest; }
+
+double exploration_mean(const std::vector<double>& predicted, const std::vector<double>& real, const ExploreLimits& l,
+                        int calls, double stats_s, size_t* chosen) {
+  ZEN_ENFORCE(predicted.size() == real.size() && !real.empty() && calls >= 1, "exploration_mean: one real time per candidate");
+  const size_t m = explore_count(predicted, l);
+  double total = stats_s;
+  int done = 0;
+  auto call = [&](size_t i) {
+    if (done < calls) total += real[i];
+    ++done;
+  };
+  size_t pick = 0;
+  if (m > 1) {
+    // Rounds as auto runs them (auto.cpp): all m until the drop round, then the survivors, `trials`
+    // rounds or until one is left; the choice is the fastest measured (rounds >= 1 when there were any).
+    std::vector<size_t> alive;
+    for (size_t i = 0; i < m; ++i) alive.push_back(i);
+    std::vector<double> best(m, INFINITY);
+    for (int round = 0; round < std::max(1, l.trials) && alive.size() > 1; ++round) {
+      for (size_t i : alive) call(i);
+      if (round >= 1 || l.trials <= 1)
+        for (size_t i : alive) best[i] = std::min(best[i], real[i]);
+      if (round == explore_drop_round(l)) {
+        double fastest = INFINITY;
+        for (size_t i : alive) fastest = std::min(fastest, real[i]);
+        std::vector<size_t> keep;
+        for (size_t i : alive)
+          if (!explore_drops(real[i], fastest, l)) keep.push_back(i);
+        alive = keep;
+      }
+    }
+    pick = alive.front();
+    for (size_t i : alive)
+      if (best[i] < best[pick]) pick = i;
+  }
+  while (done < calls) call(pick);
+  if (chosen) *chosen = pick;
+  return total / calls;
 }
 
 int sparcml_ranks(int n) {

@@ -3,6 +3,7 @@
 // then every rank sums all n contributions locally (rank order, one rounding).
 // See docs/algorithms.md, "allgather". A plan: its workspace only grows, so steady-state calls
 // allocate nothing.
+#include <algorithm>
 #include <cstring>
 
 #include "owner_stage.hpp"
@@ -22,8 +23,7 @@ struct Workspace {
   std::vector<uint8_t> all;
   std::vector<plan::KV> kv, kv_tmp;
   plan::RadixSort sorter;
-  std::vector<uint64_t> present;  // dense output: rows seen so far; all zero between calls
-  bool present_dirty = false;
+  std::vector<uint64_t> added;  // dense output: rows each scatter task added
 };
 
 using wire::load_as;
@@ -78,19 +78,13 @@ class Allgather : public plan::Typed<Allgather, Workspace> {
       comm_.allgatherv(all + w.displ[me], w.bytes[me], all, w.bytes.data(), w.displ.data());
     }
     Phase ph(*this, "reduce");
-    for (int p = 0; p < n; ++p) {
-      const uint8_t* keys = all + w.displ[p];
-      for (size_t i = 0; i < w.counts[p]; ++i)
-        if (wire::load_key(keys, i, isz) >= R)
-          ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(me) + " allgather: peer " + std::to_string(p) + " sent row " +
-                                              std::to_string(wire::load_key(keys, i, isz)) + " outside [0, " + std::to_string(R) + ")");
-    }
     if constexpr (std::is_same_v<A, T>) {
-      if (!sparse_out) {
+      if (!sparse_out) {  // one pass: the range check is the scatter's own
         dense_scatter<T>(dense_out, all, isz, rb, D, entries, tp);
         return;
       }
     }
+    check_received(all, isz);
 
     // (row, offset of its value row) for every received entry in (rank, entry) order, stably sorted
     // by row: equal rows are then summed in rank order.
@@ -142,63 +136,82 @@ class Allgather : public plan::Typed<Allgather, Workspace> {
     }
   }
 
-  // Dense output (f32/f64): scatter every rank's rows in rank order (first copy, then add), each task
-  // owning a range of rows so that a row's sum order is always the rank order.
+  /// Every received row in [0, R), or an error naming this rank and the peer that sent one outside.
+  void check_received(const uint8_t* all, size_t isz) const {
+    const Workspace& w = *ws_;
+    const uint64_t R = spec_.dense_len / spec_.row_width;
+    for (int p = 0; p < comm_.size(); ++p) {
+      const uint8_t* keys = all + w.displ[p];
+      for (size_t i = 0; i < w.counts[p]; ++i)
+        if (wire::load_key(keys, i, isz) >= R)
+          ZEN_THROW(Result::InvalidUsage, "rank " + std::to_string(comm_.rank()) + " allgather: peer " + std::to_string(p) +
+                                              " sent row " + std::to_string(wire::load_key(keys, i, isz)) + " outside [0, " +
+                                              std::to_string(R) + ")");
+    }
+  }
+
+  // Dense output (f32/f64), the hand-written allgatherv + scatter-add's single pass: zero the output,
+  // then add every received row into it, rank by rank in entry order (0 + x is x exactly, so a row's
+  // value is the rank-order sum, the same on every rank). Above 2^16 values of work the rows are split
+  // into ranges, one task each (every task reads all keys and adds the rows of its range: a row's sum
+  // order stays the rank order). A row outside [0, R) falls in no range; the entries added are counted
+  // and a shortfall names the peer that sent it.
   template <typename T>
   void dense_scatter(void* dense_out, const uint8_t* all, size_t isz, size_t rb, size_t D, uint64_t entries,
                      detail::ThreadPool& tp) {
     Workspace& w = *ws_;
     const int n = comm_.size();
     const uint64_t R = spec_.dense_len / spec_.row_width;
-    const size_t vs = sizeof(T);
     auto* d = static_cast<uint8_t*>(dense_out);
-    if (spec_.dense_len) plan::parallel_zero(d, spec_.dense_len * vs, &tp);
-    const size_t words = static_cast<size_t>((R + 63) / 64);
-    uint64_t* present = plan::grow(w.present, words);
-    if (w.present_dirty) std::memset(present, 0, words * sizeof(uint64_t));
-    w.present_dirty = true;
+    if (spec_.dense_len) plan::parallel_zero(d, spec_.dense_len * sizeof(T), &tp);
     const int tasks = tp.tasks_for(entries * D, size_t{1} << 16);
+    uint64_t* added = plan::grow(w.added, static_cast<size_t>(tasks));
     tp.run(tasks, [&](int t) {
-      const uint64_t lo = (R * static_cast<uint64_t>(t) / static_cast<uint64_t>(tasks)) & ~uint64_t{63};
+      const uint64_t lo = tasks == 1 ? 0 : (R * static_cast<uint64_t>(t) / static_cast<uint64_t>(tasks)) & ~uint64_t{63};
       const uint64_t hi = t + 1 == tasks ? R : (R * static_cast<uint64_t>(t + 1) / static_cast<uint64_t>(tasks)) & ~uint64_t{63};
-      // Row width known at compile time for the common small rows (one store instead of a call).
-      auto scatter = [&](auto width) {
-        constexpr size_t W = decltype(width)::value;
+      uint64_t hits = 0;
+      // Key width and row width known at compile time (4/8-byte keys; one-value rows).
+      auto scatter = [&](auto key_size, auto width) {
+        constexpr size_t KS = decltype(key_size)::value, W = decltype(width)::value;
         const size_t rw = W ? W : rb;
+        auto key = [](const uint8_t* keys, size_t i) -> uint64_t {
+          return KS == 4 ? uint64_t{wire::load_as<uint32_t>(keys + 4 * i)} : wire::load_as<uint64_t>(keys + 8 * i);
+        };
         for (int p = 0; p < n; ++p) {
           const uint8_t* keys = all + w.displ[p];
-          const uint8_t* rows = keys + w.counts[p] * isz;
+          const uint8_t* rows = keys + w.counts[p] * KS;
           const size_t cnt = w.counts[p];
           for (size_t i = 0; i < cnt; ++i) {
-            if (i + 16 < cnt) __builtin_prefetch(d + wire::load_key(keys, i + 16, isz) * rw, 1);
-            const uint64_t row = wire::load_key(keys, i, isz);
-            if (row < lo || row >= hi) continue;
-            uint8_t* o = d + row * rw;
-            const uint8_t* v = rows + i * rw;
-            uint64_t& word = present[row >> 6];
-            const uint64_t bit = uint64_t{1} << (row & 63);
-            if (!(word & bit)) {
-              word |= bit;
-              std::memcpy(o, v, rw);
+            if (i + 16 < cnt) __builtin_prefetch(d + std::min(key(keys, i + 16), R - 1) * rw, 1);
+            const uint64_t row = key(keys, i);
+            if (row - lo >= hi - lo) continue;  // another task's range, or outside [0, R)
+            ++hits;
+            if constexpr (W == sizeof(T)) {
+              T x, y;
+              std::memcpy(&x, d + row * W, W);
+              std::memcpy(&y, rows + i * W, W);
+              x += y;
+              std::memcpy(d + row * W, &x, W);
             } else {
-              plan::row_add_bytes<T>(o, v, D);
+              plan::row_add_bytes<T>(d + row * rw, rows + i * rw, D);
             }
           }
         }
       };
-      if (rb == 4) scatter(std::integral_constant<size_t, 4>{});
-      else if (rb == 8) scatter(std::integral_constant<size_t, 8>{});
-      else scatter(std::integral_constant<size_t, 0>{});
-      // Clear what this task set (touched-only).
-      for (int p = 0; p < n; ++p) {
-        const uint8_t* keys = all + w.displ[p];
-        for (size_t i = 0; i < w.counts[p]; ++i) {
-          const uint64_t row = wire::load_key(keys, i, isz);
-          if (row >= lo && row < hi) present[row >> 6] = 0;
-        }
-      }
+      auto by_width = [&](auto key_size) {
+        if (rb == sizeof(T)) scatter(key_size, std::integral_constant<size_t, sizeof(T)>{});
+        else scatter(key_size, std::integral_constant<size_t, 0>{});
+      };
+      if (isz == 4) by_width(std::integral_constant<size_t, 4>{});
+      else by_width(std::integral_constant<size_t, 8>{});
+      added[t] = hits;
     });
-    w.present_dirty = false;
+    uint64_t total = 0;
+    for (int t = 0; t < tasks; ++t) total += added[t];
+    if (total != entries) check_received(all, isz);  // throws: some row was outside [0, R)
+    ZEN_CHECK_CODE(total == entries, Result::InternalError,
+                   "rank " + std::to_string(comm_.rank()) + " allgather: scattered " + std::to_string(total) + " of " +
+                       std::to_string(entries) + " rows");
   }
 
   IndexType wire_;

@@ -9,9 +9,12 @@
 //     and an allgatherv gives every rank every sample. All ranks then hold identical numbers.
 //  2. model: predicted time of every candidate (alpha-beta on the model's bytes). Dense fallback:
 //     when every sparse candidate moves more bytes than a dense allreduce, run dense_native.
-//  3. measurement: the candidates predicted within `explore_within` of the best each run `trials`
-//     real calls (interleaved; the first of each is a warm-up), then one allgather of the times;
-//     the chosen scheme is the one whose slowest rank was fastest (ties: model order).
+//  3. measurement (model::explore_count): the candidates predicted within `explore_within` of
+//     the best, while the predicted extra time of their trial calls stays within `explore_budget`
+//     calls of the best, run real calls in rounds (one call each per round, interleaved; one
+//     allgather of the round's times after it); after the first warm round the ones slower than
+//     explore_within x the fastest are dropped; after `trials` rounds (or one left) the chosen
+//     scheme is the one whose slowest rank was fastest in the warm rounds (ties: model order).
 // Every choice is a function of allgathered numbers only, so all ranks choose alike. The calls of
 // the exploration are ordinary calls (their results are correct), only possibly slower.
 #include <algorithm>
@@ -137,9 +140,15 @@ class Auto : public SparseAllreduce {
     {
       Phase ph(*this, "auto_stats");
       rows_.resize(in.nnz);
-      for (size_t i = 0; i < in.nnz; ++i) rows_[i] = in.index_at(i);
-      std::sort(rows_.begin(), rows_.end());
-      rows_.erase(std::unique(rows_.begin(), rows_.end()), rows_.end());
+      bool increasing = true;  // sorted and unique already (a coalesced gradient): no sort
+      for (size_t i = 0; i < in.nnz; ++i) {
+        rows_[i] = in.index_at(i);
+        increasing = increasing && (i == 0 || rows_[i] > rows_[i - 1]);
+      }
+      if (!increasing) {
+        std::sort(rows_.begin(), rows_.end());
+        rows_.erase(std::unique(rows_.begin(), rows_.end()), rows_.end());
+      }
       struct Rec {
         uint64_t nnz, k;
       };
@@ -174,7 +183,7 @@ class Auto : public SparseAllreduce {
                          all.begin() + static_cast<std::ptrdiff_t>((displ[r] + bytes[r]) / 8));
       counts = model::estimate_from_sample(prob, sample, k, stride);
     }
-    const model::Link link{a.alpha_s, a.message_s, a.bytes_per_s, a.entry_s};
+    const model::Link link = model::Link::of(a);
     std::vector<model::Prediction> pred;
     for (const auto& c : candidates_) {
       if (row_of(c).has(detail::kNeedsBlockCounts) && !counts.has_omnireduce()) continue;  // needs exact block sets
@@ -189,7 +198,9 @@ class Auto : public SparseAllreduce {
     if (n > 1) why << ".." << *std::max_element(counts.k.begin(), counts.k.end());
     why << " union~" << counts.K << (stride == 1 ? " (exact)" : " (sample 1/" + std::to_string(stride) + ")");
     why << "; model:";
-    for (const auto& p : pred) why << " " << p.scheme << " " << fmt_time(p.seconds) << " (" << p.max_bytes << " B)";
+    for (const auto& p : pred)
+      why << " " << p.scheme << " " << fmt_time(p.seconds) << " (" << p.max_bytes << " B, " << static_cast<uint64_t>(p.rows)
+          << " rows)";
 
     // Dense fallback on bytes.
     uint64_t best_sparse = UINT64_MAX, dense = 0;
@@ -218,53 +229,85 @@ class Auto : public SparseAllreduce {
              std::to_string(best_sparse) + " B > " + std::to_string(dense) + " B); " + why.str();
       return;
     }
-    std::vector<std::string> close;
-    for (const auto& p : pred)
-      if (a.explore_within > 1.0 && p.seconds <= a.explore_within * pred.front().seconds &&
-          static_cast<int>(close.size()) < a.max_explore)
-        close.push_back(p.scheme);
-    if (close.size() <= 1 || n == 1) {
+    std::vector<double> secs;
+    for (const auto& p : pred) secs.push_back(p.seconds);
+    const size_t m = model::explore_count(secs, model::ExploreLimits::of(a));
+    if (m <= 1 || n == 1) {
       chosen_ = pred.front().scheme;
       why_ = "auto chose " + chosen_ + " (" + cause + "): lowest predicted time; " + why.str();
       return;
     }
-    explored_ = close;
-    for (int t = 0; t < a.trials; ++t)
-      for (const auto& c : close) trials_.push_back(c);
+    // Round 0 measures all m (cold); end_round() drops the far-off ones and plans the next rounds.
+    explored_.clear();
+    for (size_t i = 0; i < m; ++i) explored_.push_back(pred[i].scheme);
+    best_.assign(m, INFINITY);
+    cold_.assign(m, INFINITY);
+    round_ = 0;
+    for (size_t i = 0; i < m; ++i) trials_.push_back(explored_[i]);
+    trial_of_.clear();
+    for (size_t i = 0; i < m; ++i) trial_of_.push_back(i);
     trial_times_.assign(trials_.size(), 0.0);
-    chosen_ = close.front();
+    chosen_ = explored_.front();
     model_text_ = why.str();
     cause_ = cause;
-    why_ = "auto exploring " + std::to_string(close.size()) + " candidates (" + cause + "); " + model_text_;
+    why_ = "auto exploring " + std::to_string(m) + " candidates (" + cause + "); " + model_text_;
   }
 
-  /// Collective: every rank's trial times, then the same choice everywhere.
+  /// Collective, at the end of each measuring round: every rank's times of the round (slowest rank
+  /// counts); after the first warm round (model::explore_drop_round) the candidates slower than
+  /// explore_within x the fastest are dropped (model::explore_drops); after `trials` rounds, or with
+  /// one candidate left, the same choice everywhere: the fastest measured in the warm rounds
+  /// (model::exploration_mean simulates exactly this).
   void finish_exploration() {
+    const auto& a = opt_.autotune;
+    const model::ExploreLimits lim = model::ExploreLimits::of(a);
     const int n = comm_.size();
-    const size_t m = explored_.size(), T = trials_.size() / m;
-    std::vector<double> all(trial_times_.size() * static_cast<size_t>(n));
+    const size_t k = trials_.size();
+    std::vector<double> all(k * static_cast<size_t>(n));
     {
       Phase ph(*this, "auto_choice");
-      comm_.allgather(trial_times_.data(), trial_times_.size() * sizeof(double), all.data());
+      comm_.allgather(trial_times_.data(), k * sizeof(double), all.data());
     }
-    std::vector<double> best(m, INFINITY);
-    for (size_t t = (T > 1 ? 1 : 0); t < T; ++t)
-      for (size_t c = 0; c < m; ++c) {
-        double slowest = 0;
-        for (int r = 0; r < n; ++r) slowest = std::max(slowest, all[static_cast<size_t>(r) * trial_times_.size() + t * m + c]);
-        best[c] = std::min(best[c], slowest);
+    std::vector<double> slowest(k, 0.0);
+    for (size_t t = 0; t < k; ++t)
+      for (int r = 0; r < n; ++r) slowest[t] = std::max(slowest[t], all[static_cast<size_t>(r) * k + t]);
+    std::vector<size_t> alive = trial_of_;
+    if (round_ == 0)
+      for (size_t t = 0; t < k; ++t) cold_[trial_of_[t]] = slowest[t];
+    if (round_ >= 1 || a.trials <= 1)
+      for (size_t t = 0; t < k; ++t) best_[trial_of_[t]] = std::min(best_[trial_of_[t]], slowest[t]);
+    if (round_ == model::explore_drop_round(lim)) {  // the far-off ones are run no more
+      double fastest = INFINITY;
+      for (size_t t = 0; t < k; ++t) fastest = std::min(fastest, slowest[t]);
+      alive.clear();
+      for (size_t t = 0; t < k; ++t)
+        if (!model::explore_drops(slowest[t], fastest, lim)) alive.push_back(trial_of_[t]);
+    }
+    ++round_;
+    trials_.clear();
+    trial_of_.clear();
+    next_trial_ = 0;
+    if (round_ < std::max(1, a.trials) && alive.size() > 1) {  // next round: the survivors
+      for (size_t i : alive) {
+        trials_.push_back(explored_[i]);
+        trial_of_.push_back(i);
       }
-    size_t pick = 0;
-    for (size_t c = 1; c < m; ++c)
-      if (best[c] < best[pick]) pick = c;
+      trial_times_.assign(trials_.size(), 0.0);
+      return;
+    }
+    size_t pick = alive.front();
+    for (size_t i : alive)
+      if (best_[i] < best_[pick]) pick = i;
     chosen_ = explored_[pick];
     std::ostringstream w;
     w << "auto chose " << chosen_ << " (" << cause_ << "): fastest measured of";
-    for (size_t c = 0; c < m; ++c) w << " " << explored_[c] << " " << fmt_time(best[c]);
-    w << " (slowest rank, best of " << (T > 1 ? T - 1 : T) << "); " << model_text_;
+    for (size_t c = 0; c < explored_.size(); ++c) {
+      const bool dropped = std::find(alive.begin(), alive.end(), c) == alive.end();
+      w << " " << explored_[c] << " " << fmt_time(std::isfinite(best_[c]) ? best_[c] : cold_[c])
+        << (std::isfinite(best_[c]) ? "" : " (cold)") << (dropped ? " (dropped)" : "");
+    }
+    w << " (slowest rank, " << round_ << " round(s)); " << model_text_;
     why_ = w.str();
-    trials_.clear();
-    next_trial_ = 0;
   }
 
   SchemeOptions inner_opt_;
@@ -273,13 +316,24 @@ class Auto : public SparseAllreduce {
   std::vector<int64_t> rows_;
   bool need_decision_ = true;
   std::string chosen_, why_, reason_, model_text_, cause_;
-  std::vector<std::string> trials_, explored_;
-  std::vector<double> trial_times_;
+  std::vector<std::string> trials_, explored_;  // this round's calls (scheme names); the measured candidates
+  std::vector<size_t> trial_of_;                // this round's calls as indices into explored_
+  std::vector<double> trial_times_, best_, cold_;
   size_t next_trial_ = 0;
+  int round_ = 0;
   uint64_t calls_ = 0, agreed_ = 0;
 };
 
 }  // namespace
+
+// This machine's CPU terms per scheme (2 cores, shared memory; scripts/calibrate_auto.sh on 2026-12-03,
+// a rough fit: the machine ran at load average ~11 meanwhile; docs/cost-model.md "CPU terms"): seconds
+// beyond the link's bytes per value touched and per dense value. Another machine passes its own
+// (zen_perf --auto-cpu, SchemeOptions::Auto::cpu).
+std::vector<SchemeOptions::Auto::CpuTerm> SchemeOptions::Auto::default_cpu() {
+  return {{"allgather", 0, 1.05e-10}, {"balanced", 0, 1.76e-10}, {"omnireduce", 1.42e-09, 0},
+          {"sparcml", 0, 2.97e-10}, {"sparse_ps", 0, 9.41e-11}};
+}
 
 std::unique_ptr<SparseAllreduce> make_auto(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt) {
   return plan::make_plan<Auto>(comm, spec, opt);

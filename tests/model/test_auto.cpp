@@ -50,8 +50,7 @@ Choice model_choice(const test::Case& c, int n, SchemeOptions opt, bool sparse_o
 std::string model_argmin(const test::Case& c, int n, const SchemeOptions& opt, bool sparse_out = true) {
   const model::Problem p = model::Problem::of(c.spec(), n, opt, sparse_out);
   const model::Counts k = model::count_exact(p, c.idx);
-  const auto& a = opt.autotune;
-  const model::Link link{a.alpha_s, a.message_s, a.bytes_per_s, a.entry_s};
+  const model::Link link = model::Link::of(opt.autotune);
   std::string best;
   double bt = 0;
   for (const char* s : {"balanced", "allgather", "sparcml", "sparse_ps", "omnireduce", "dense_native"}) {
@@ -139,6 +138,7 @@ TEST(Auto, RanksNeverDisagreeAndResultsStayExact) {
     opt.autotune.reevaluate_every = 4;
     opt.autotune.drift = 0.1;
     opt.autotune.explore_within = 1e9;  // measure every candidate
+    opt.autotune.explore_budget = 1e9;
     opt.autotune.max_explore = 6;
     opt.autotune.trials = 2;
     std::mutex mu;

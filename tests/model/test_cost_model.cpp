@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include <algorithm>
+
 #include "../schemes/cases.hpp"
 #include "zen/model/cost_model.hpp"
 
@@ -80,7 +82,7 @@ TEST(CostModel, DenseBytesAndTimeFollowTheFormula) {
   const model::Problem p = model::Problem::of(TensorSpec{1000, 1, DType::F32}, n, SchemeOptions{}, false);
   const model::Counts c = model::count_exact(p, {{1}, {2}, {3}, {}});
   EXPECT_EQ(model::dense_bytes(p), 2u * (4000 - 1000));
-  const model::Link link{10e-6, 1e-6, 1e9, 0};
+  const model::Link link{10e-6, 1e-6, 1e9, 0, {}};
   const auto pr = model::predict("dense_native", p, c, link);
   EXPECT_EQ(pr.max_bytes, 6000u);
   EXPECT_NEAR(pr.seconds, 6 * 10e-6 + 6 * 1e-6 + 6000 / 1e9, 1e-12);
@@ -95,6 +97,84 @@ TEST(CostModel, BadRequestsAreClearErrors) {
   std::vector<uint64_t> k{1, 1};
   const model::Counts est = model::estimate_from_sample(p, {{}, {}}, k, 4);
   EXPECT_THROW(model::traffic("omnireduce", p, est), Error);  // needs the exact block sets
+}
+
+// ---- auto's exploration (model::explore_count / explore_drops / exploration_mean): decision logic on
+// given predictions and per-call times, no timing of real calls.
+
+TEST(AutoExplore, CountFollowsWindowBudgetAndCap) {
+  model::ExploreLimits l;  // within 1.5, max 4, trials 3, budget 1 call
+  EXPECT_EQ(model::explore_count({1.0}, l), 1u);
+  EXPECT_EQ(model::explore_count({}, l), 0u);
+  // 1.6 x the best: outside the window, never measured
+  EXPECT_EQ(model::explore_count({1.0, 1.6, 1.7}, l), 1u);
+  // 3 trials x 0.2 = 0.6 <= 1 call; + 3 x 0.3 = 1.5 > 1: the third is not measured
+  EXPECT_EQ(model::explore_count({1.0, 1.2, 1.3}, l), 2u);
+  EXPECT_EQ(model::explore_count({1.0, 1.0, 1.0, 1.0, 1.0, 1.0}, l), 4u);  // the cap
+  l.within = 1.0;  // model only
+  EXPECT_EQ(model::explore_count({1.0, 1.0}, l), 1u);
+  EXPECT_TRUE(model::explore_drops(1.51, 1.0, model::ExploreLimits{}));
+  EXPECT_FALSE(model::explore_drops(1.5, 1.0, model::ExploreLimits{}));
+}
+
+// The 20-call bound (docs/cost-model.md): whenever the calibrated model is within 5 % of every
+// candidate's real time, auto's mean over its first 20 calls (the statistics call included at 2 %
+// of the best) is at most 1.10 x the best fixed scheme's, whatever the candidates' spread.
+TEST(AutoExplore, TwentyCallMeanWithinTenPercentOfTheBest) {
+  test::Rng g(2026);
+  const model::ExploreLimits l;
+  double worst = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    const size_t m = 2 + g.below(5);
+    std::vector<double> real(m);
+    for (auto& x : real) x = 1.0 + (g.below(4) == 0 ? 0.0 : g.unit() * (g.below(2) ? 0.3 : 12.0));
+    std::vector<std::pair<double, double>> pr;  // (predicted, real)
+    for (double x : real) pr.emplace_back(x * (0.95 + 0.1 * g.unit()), x);
+    std::sort(pr.begin(), pr.end());
+    std::vector<double> pred, re;
+    for (auto& [p, r] : pr) pred.push_back(p), re.push_back(r);
+    const double best = *std::min_element(re.begin(), re.end());
+    const double mean = model::exploration_mean(pred, re, l, 20, 0.02 * best);
+    worst = std::max(worst, mean / best);
+    ASSERT_LE(mean, 1.10 * best) << "trial " << trial << ": " << m << " candidates, mean " << mean << " best " << best;
+  }
+  EXPECT_GT(worst, 1.0);
+}
+
+// Issue 31's case (16M values, d = 60 %, n = 4, shared memory): the link-only model predicted
+// balanced 6.47 ms and sparse_ps 6.47 ms for calls of 1016 / 797 ms while dense_native took 243 ms.
+// With the old window (4x) and no budget auto measures them all: even with the cold-round drop its
+// 20-call mean is more than twice the best's. With predictions
+// calibrated to within 10 % the far-off ones are never run: the mean is the best's.
+TEST(AutoExplore, FarOffCandidatesAreNeverRun) {
+  const std::vector<double> real{0.243, 0.797, 1.016, 2.62};  // dense_native, sparse_ps, balanced, sparcml
+  const std::vector<double> link_only{6.47e-3, 6.47e-3, 8.51e-3, 11e-3};
+  const std::vector<double> real_in_link_order{1.016, 0.797, 0.243, 2.62};
+  const model::ExploreLimits old{4.0, 4, 3, 1e9};
+  const double before = model::exploration_mean(link_only, real_in_link_order, old, 20, 0.0);
+  EXPECT_GT(before, 2.0 * 0.243);
+  const std::vector<double> calibrated{0.243 * 1.1, 0.797 * 0.9, 1.016 * 0.9, 2.62};
+  const model::ExploreLimits now;
+  EXPECT_EQ(model::explore_count(calibrated, now), 1u);
+  size_t chosen = 9;
+  const double after = model::exploration_mean(calibrated, real, now, 20, 0.0, &chosen);
+  EXPECT_EQ(chosen, 0u);
+  EXPECT_DOUBLE_EQ(after, 0.243);
+}
+
+// A candidate the model puts close but which is really far off costs two calls (the cold one and the
+// first warm one), then is dropped.
+TEST(AutoExplore, FirstWarmRoundDropsTheFarOff) {
+  const model::ExploreLimits l;
+  size_t chosen = 9;
+  // predicted 1.0 and 1.1; really 1.0 and 10: two calls of the slow one, never again
+  const double mean = model::exploration_mean({1.0, 1.1}, {1.0, 10.0}, l, 20, 0.0, &chosen);
+  EXPECT_EQ(chosen, 0u);
+  EXPECT_DOUBLE_EQ(mean, (18 * 1.0 + 2 * 10.0) / 20);
+  // the model's best is really the slower one: measuring finds the other
+  const double m2 = model::exploration_mean({1.0, 1.1}, {1.3, 1.0}, l, 20, 0.0, &chosen);
+  EXPECT_EQ(chosen, 1u);
+  EXPECT_LE(m2, 1.10 * 1.0);
 }
 
 }  // namespace

@@ -189,3 +189,11 @@ TEST(WireCorruption, MalformedPullIndexPartNamesTheOwner) {
       if (!error_reached_every_rank_at_once(got, "pull: owner 1 sent", where)) return;
     }
 }
+
+// allgather with a dense result (the single scatter pass checks the range itself): rank 1's first key
+// gets its top bit set; every receiver names the peer and the row, every other rank hears of it.
+TEST(WireCorruption, AllgatherRowOutsideNamesThePeer) {
+  const auto got = run_tampered("allgather", IndexEncoding::Coo, Tamper::Where::Pull, 3, 0x40);
+  error_reached_every_rank_at_once(got, "allgather: peer 1 sent row", "allgather dense");
+}
+

@@ -149,7 +149,8 @@ interrupted)
   ZEN_CLUSTER_PREFIX=zendi ZEN_CLUSTER_STATE=/run/zen-cluster-demo-int bash "$repo/scripts/cluster.sh" down >/dev/null 2>&1
   ;;
 auto_settle)
-  args=(--threads 3 -b 300K -e 300K --row-width 4 -d 0.05 --scheme balanced,allgather,auto -n 3 -c 1)
+  args=(--threads 3 -b 300K -e 300K --row-width 4 -d 0.05 --scheme balanced,allgather,auto -n 3 -c 1
+        --auto-explore 4 --auto-budget 100)  # wide limits: this input's candidates are then measured
   "$bin/zen_perf" "${args[@]}" -w 1 --json "$tmp/settled.json" >"$tmp/settled.txt" 2>&1 || bad "zen_perf (settled) exited $?"
   "$bin/zen_perf" "${args[@]}" -w 0 --auto-settle 0 --json "$tmp/raw.json" >"$tmp/raw.txt" 2>&1 || bad "zen_perf (--auto-settle 0) exited $?"
   grep "decided in" "$tmp/settled.txt" "$tmp/raw.txt"

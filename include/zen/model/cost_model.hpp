@@ -88,12 +88,20 @@ struct Link {
   double message_s = 1e-6;           ///< overhead per message sent (concurrent messages of one round)
   double bytes_per_s = 25e9 / 8.0;   ///< per-rank bandwidth (each direction)
   double entry_s = 0.0;              ///< compute per row touched by the scheme on the busiest rank
+  /// Compute per scheme on top of entry_s: seconds per value of the rows touched (rows x D) and per
+  /// value of the dense tensor (N); a machine's calibration (docs/cost-model.md, "CPU terms").
+  std::vector<SchemeOptions::Auto::CpuTerm> cpu;
+  /// The scheme's CPU seconds for `rows` rows touched of a problem (0 when cpu has no term for it).
+  double cpu_s(const std::string& scheme, double rows, const Problem& p) const;
+  /// The link and compute parameters of auto's options (what auto predicts with).
+  static Link of(const SchemeOptions::Auto& a);
 };
 
 struct Prediction {
   std::string scheme;
   double seconds = 0;
   double comm_s = 0, latency_s = 0, compute_s = 0;
+  double rows = 0;  ///< work_rows: rows touched on the busiest rank (the compute term's count)
   uint64_t max_bytes = 0;  ///< most bytes any rank sends or receives in one call
   Traffic traffic;
 };
@@ -103,6 +111,35 @@ struct Prediction {
 double work_rows(const std::string& scheme, const Problem& p, const Counts& c);
 
 Prediction predict(const std::string& scheme, const Problem& p, const Counts& c, const Link& link);
+
+/// How auto measures the candidates the model leaves close (docs/cost-model.md, "Exploration"):
+/// candidates predicted within `within` of the best, at most `max_explore`, and only while the
+/// predicted extra time of all their trial calls stays within `budget` calls of the predicted best;
+/// `trials` calls each, in rounds; after the first warm round, a candidate slower than `within`
+/// times the fastest is measured no further.
+struct ExploreLimits {
+  double within = 1.5;
+  int max_explore = 4;
+  int trials = 3;
+  double budget = 1.0;
+  static ExploreLimits of(const SchemeOptions::Auto& a);
+};
+/// `seconds`: the candidates' predicted times, ascending. How many of the first ones auto measures
+/// (1 or 0: none, the model's choice stands).
+size_t explore_count(const std::vector<double>& seconds, const ExploreLimits& l);
+/// The round after which the far-off candidates are dropped: the first warm one (round 1; round 0
+/// with a single trial). A cold call (first use of a plan) says too little to drop a scheme on.
+int explore_drop_round(const ExploreLimits& l);
+/// After that round: whether a candidate measured `t` (slowest rank) is dropped when the fastest of
+/// the round took `fastest`.
+bool explore_drops(double t, double fastest, const ExploreLimits& l);
+/// Auto's first `calls` calls, simulated: candidate i (predicted order, `predicted` ascending) costs
+/// `real[i]` seconds per call, the first call `stats_s` more (the statistics); measuring follows
+/// explore_count / explore_drops / trials exactly as auto does, then the fastest measured one runs.
+/// Returns the mean time per call (`chosen`: the candidate it settles on). The bound of
+/// docs/cost-model.md is stated on this: mean <= 1.10 x min(real) when the calibrated model is close.
+double exploration_mean(const std::vector<double>& predicted, const std::vector<double>& real, const ExploreLimits& l,
+                        int calls, double stats_s, size_t* chosen = nullptr);
 
 /// Bytes of one dense allreduce of the problem (what the dense fallback compares against).
 uint64_t dense_bytes(const Problem& p);

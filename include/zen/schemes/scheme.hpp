@@ -80,14 +80,26 @@ struct SchemeOptions {
     std::vector<std::string> candidates;  ///< empty: balanced, allgather, sparcml, sparse_ps, omnireduce, dense_native
     int reevaluate_every = 500;           ///< calls between re-evaluations (0: never)
     double drift = 0.25;                  ///< re-evaluate when the agreed size moves by more than this fraction
-    double explore_within = 4.0;          ///< measure the candidates predicted within this factor of the best (<= 1: model only)
+    double explore_within = 1.5;          ///< measure the candidates predicted within this factor of the best (<= 1: model only)
     int max_explore = 4;                  ///< measure at most this many candidates (the best predicted ones)
     int trials = 3;                       ///< calls per measured candidate; the first one is a warm-up when > 1
+    /// Measure only while the predicted extra time of all trial calls over the predicted best is at
+    /// most this many calls of the predicted best (bounds the exploration's cost; docs/cost-model.md).
+    double explore_budget = 1.0;
     uint64_t sample_rows = 4096;          ///< per-rank hash-sample target for the statistics (exact below it)
     double alpha_s = 20e-6;               ///< model latency per message round
     double message_s = 1e-6;              ///< model overhead per message
     double bytes_per_s = 25e9 / 8.0;      ///< model per-rank bandwidth
-    double entry_s = 0.0;                 ///< model compute per row touched
+    double entry_s = 0.0;                 ///< model compute per row touched (every scheme)
+    /// Model compute per scheme, on top of entry_s: seconds per value of the rows it touches
+    /// (rows x D) and per value of the dense tensor (N: buffers it zeroes or reduces whole).
+    struct CpuTerm {
+      std::string scheme;
+      double value_s = 0, dense_s = 0;
+    };
+    /// This machine's calibration (scripts/calibrate_auto.sh prints another machine's; docs/cost-model.md).
+    std::vector<CpuTerm> cpu = default_cpu();
+    static std::vector<CpuTerm> default_cpu();
   } autotune;
 };
 

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""`auto` against everything a user could run by hand (issue 31, docs/results.md): per row of
+scripts/bench_fastpath.sh (input, n, output) the winner among every fixed zen scheme and the raw
+baselines mpi_allreduce / mpi_allgatherv (median of the steady-state run), auto's choice (the scheme
+it ran in its timed calls), auto / best in the steady state (medians, same run) and over a job's first
+20 calls (means of the -m20 run: -n 20 -w 0 --auto-settle 0, auto's decision calls and every scheme's
+cold first call included; best = the lowest mean of the others in that run).
+   usage: scripts/auto_table.py OUT   (OUT: bench_fastpath.sh's output folder)"""
+import json
+import os
+import sys
+
+
+def rows_of(path, kind):
+    with open(path) as f:
+        d = json.load(f)
+    groups = {}
+    for r in d["rows"]:
+        if kind == "brown":
+            label = "Brown as emitted" if r["trace"].rstrip("/").endswith("-occ") else "Brown coalesced"
+        else:
+            label = f"demo {r['size'] >> 20} MB"
+        groups.setdefault(label, {})[r["scheme"]] = r
+    return groups, d.get("total_wrong", 0)
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "bench-out"
+    print("| input | n | output | winner (ms) | auto's choice | auto (ms) | auto / best | 20-call: best mean (ms) | auto mean (ms) | auto / best | <= 1.10x |")
+    print("|---|---|---|---|---|---:|---:|---|---:|---:|---|")
+    wrong = 0
+    for kind in ("brown", "demo"):
+        for n in (2, 4):
+            for output in ("sparse", "dense"):
+                steady = os.path.join(out, f"{kind}-n{n}-{output}.json")
+                m20 = os.path.join(out, f"{kind}-n{n}-{output}-m20.json")
+                if not os.path.exists(steady):
+                    continue
+                g, w = rows_of(steady, kind)
+                wrong += w
+                g20, w20 = rows_of(m20, kind) if os.path.exists(m20) else ({}, 0)
+                wrong += w20
+                for label, t in g.items():
+                    if "auto" not in t:
+                        continue
+                    others = {s: r for s, r in t.items() if s != "auto"}
+                    win = min(others, key=lambda s: others[s]["time_us"])
+                    a = t["auto"]
+                    ran = a.get("ran", {})
+                    choice = max(ran, key=ran.get) if ran else "-"
+                    r1 = a["time_us"] / others[win]["time_us"]
+                    cells = [f"{win} {others[win]['time_us'] / 1000:.3f}", choice, f"{a['time_us'] / 1000:.3f}", f"{r1:.2f}x"]
+                    ok = r1 <= 1.10
+                    t20 = g20.get(label, {})
+                    if "auto" in t20:
+                        o20 = {s: r for s, r in t20.items() if s != "auto"}
+                        b20 = min(o20, key=lambda s: o20[s]["mean_us"])
+                        r2 = t20["auto"]["mean_us"] / o20[b20]["mean_us"]
+                        cells += [f"{b20} {o20[b20]['mean_us'] / 1000:.3f}", f"{t20['auto']['mean_us'] / 1000:.3f}", f"{r2:.2f}x"]
+                        ok = ok and r2 <= 1.10
+                    else:
+                        cells += ["-", "-", "-"]
+                    print(f"| {label} | {n} | {output} | " + " | ".join(cells) + f" | {'yes' if ok else 'no'} |")
+    print(f"\ntotal #wrong: {wrong}")
+
+
+if __name__ == "__main__":
+    main()
