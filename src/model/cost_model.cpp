@@ -62,6 +62,11 @@ void node_split_counts(const Problem& p, const std::vector<std::vector<int64_t>>
   const Partitioner ch = node_chunks(p.rows, L, p.opt.seed);
   c.hs_L = L;
   c.hs_push.assign(un, std::vector<uint64_t>(uL, 0));
+  if (L == 1) {  // one chunk whose positions are the rows: its balanced over n nodes is balanced's
+    for (size_t r = 0; r < un; ++r) c.hs_push[r][0] = k[r];
+    c.hs_inner.assign(1, c);
+    return;
+  }
   std::vector<std::vector<std::vector<int64_t>>> node(uL, std::vector<std::vector<int64_t>>(static_cast<size_t>(H)));
   for (size_t r = 0; r < un; ++r) {
     std::vector<uint64_t> w(uL, 0);

@@ -4,7 +4,8 @@
 // n = H nodes x L ranks (SchemeOptions::node_size, 0: the communicator's ranks_on_node(); consecutive
 // ranks form a node). The R rows are split into L hashed chunks (chunk j = the rows x with
 // pi'(x) mod L == j, position pi'(x) div L; pi' the seeded bijection of zen/hash/hash.hpp under
-// node_chunk_seed, so a skewed tensor spreads evenly over the node's ranks). On rank r = g * L + l:
+// model::node_chunks' seed, so a skewed tensor spreads evenly over the node's ranks; with L = 1 the
+// one chunk's positions are the rows). On rank r = g * L + l:
 //   split       coalesce the input (duplicates summed in input order), cut it into the L chunks;
 //   node_counts alltoall of the per-chunk row counts inside the node;
 //   node_push   alltoallv inside the node: chunk j's rows (COO of chunk positions) -> local rank j;
@@ -113,9 +114,14 @@ class HierarchicalSparse : public plan::Typed<HierarchicalSparse, Workspace> {
       w.scnt.assign(uL, 0);
       uint32_t* ch = plan::grow(w.ent_chunk, loc.k);
       uint64_t* pos = plan::grow(w.ent_pos, loc.k);
-      for (size_t i = 0; i < loc.k; ++i) {
-        chunks_.locate(static_cast<uint64_t>(loc.keys[i]), &ch[i], &pos[i]);
-        ++w.scnt[ch[i]];
+      if (L == 1) {  // one chunk, positions = rows (what the model assumes too)
+        for (size_t i = 0; i < loc.k; ++i) ch[i] = 0, pos[i] = static_cast<uint64_t>(loc.keys[i]);
+        w.scnt[0] = loc.k;
+      } else {
+        for (size_t i = 0; i < loc.k; ++i) {
+          chunks_.locate(static_cast<uint64_t>(loc.keys[i]), &ch[i], &pos[i]);
+          ++w.scnt[ch[i]];
+        }
       }
     }
     w.rcnt.resize(uL);
@@ -253,7 +259,7 @@ class HierarchicalSparse : public plan::Typed<HierarchicalSparse, Workspace> {
       for (size_t j = 0; j < uL; ++j)
         wire::for_positions(
             gbuf + w.gd[j], w.encs[j], chunk_size(static_cast<int>(j)), w.sizes[j], isz,
-            [&](uint64_t q, uint64_t k) { f(chunks_.index_at(static_cast<uint32_t>(j), q), w.vo[j] + k * rbytes); }, me,
+            [&](uint64_t q, uint64_t k) { f(L == 1 ? q : chunks_.index_at(static_cast<uint32_t>(j), q), w.vo[j] + k * rbytes); }, me,
             me - l + static_cast<int>(j), kName);
     };
     if (!sparse_out) {
