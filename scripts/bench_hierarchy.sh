@@ -10,6 +10,8 @@
 # Writes OUT/results.md (default bench-out/hierarchy) and every zen_perf output beside it.
 #   usage: scripts/bench_hierarchy.sh [OUT] [ITERS]
 #   env:   ZEN_BENCH_LAYOUTS="4x2 8x2" ZEN_BENCH_RATE=1gbit ZEN_BENCH_OUTPUTS="dense sparse"
+#          ZEN_BENCH_SCHEMES=balanced,hierarchical_sparse (the timed run; hier_balanced, at ~0.7 s per
+#          call here, can be added, but its CPU load then slows the calls interleaved with it)
 # The cluster gets its own prefix, subnet and state (ZEN_CLUSTER_PREFIX=zhier, 10.231.31, ...) so
 # that it never meets another cluster of this machine.
 set -euo pipefail
@@ -19,6 +21,7 @@ iters=${2:-10}
 layouts=${ZEN_BENCH_LAYOUTS:-4x2 8x2}
 rate=${ZEN_BENCH_RATE:-1gbit}
 outputs=${ZEN_BENCH_OUTPUTS:-dense sparse}
+schemes=${ZEN_BENCH_SCHEMES:-balanced,hierarchical_sparse}
 export ZEN_CLUSTER_PREFIX=${ZEN_CLUSTER_PREFIX:-zhier} ZEN_CLUSTER_SUBNET=${ZEN_CLUSTER_SUBNET:-10.231.31}
 export ZEN_CLUSTER_STATE=${ZEN_CLUSTER_STATE:-/run/zen-cluster-hier}
 source scripts/env.sh
@@ -73,8 +76,8 @@ for layout in $layouts; do
   for output in $outputs; do
     f="$out/$rate-$layout-$output"
     echo "== $layout, $output output"
-    bash scripts/cluster.sh run -- build/bin/zen_perf --trace "$trace" --scheme balanced,hierarchical_sparse,hier_balanced \
-      --node-size host --output "$output" -n "$iters" -w 2 -c 1 >"$f.txt" 2>&1 || { cat "$f.txt"; exit 1; }
+    bash scripts/cluster.sh run -- build/bin/zen_perf --trace "$trace" --scheme "$schemes" \
+      --node-size host --output "$output" -n "$iters" -w 2 -c 1 --json "$f.json" >"$f.txt" 2>&1 || { cat "$f.txt"; exit 1; }
     grep -E "^ +[0-9]|total #wrong|bytes on rank 0" "$f.txt"
     hb=$(host_bytes "$h" "$trace" "$output" balanced 2>>"$f.bytes")
     hs=$(host_bytes "$h" "$trace" "$output" hierarchical_sparse 2>>"$f.bytes")
@@ -86,6 +89,11 @@ for layout in $layouts; do
       echo '```'
       grep -E "^#? *size|^ +[0-9]|total #wrong|bytes on rank 0" "$f.txt"
       echo '```'
+      echo
+      echo "per-phase ms on rank 0 (mean over the timed calls):"
+      /usr/bin/python3 -c 'import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    print("- " + r["scheme"] + ": " + ", ".join("%s %.1f" % (p["name"], p["seconds"] * 1e3) for p in r.get("phases_rank0", [])))' "$f.json"
       echo
       echo "host link per call (busiest host, each way): balanced $hb B, hierarchical_sparse $hs B," \
         "ratio $(awk -v a="$hs" -v b="$hb" 'BEGIN { printf "%.2f", b ? a / b : 0 }')"
