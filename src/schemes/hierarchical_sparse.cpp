@@ -381,7 +381,7 @@ double hierarchical_sparse_work(const model::Problem& p, const model::Counts& c,
 namespace detail {
 extern const SchemeRow hierarchical_sparse_row{HierarchicalSparse::kName, plan::factory<HierarchicalSparse>,
                                                hierarchical_sparse_traffic, hierarchical_sparse_work,
-                                               /*auto_position=*/kNotAuto, detail::kSparse};
+                                               /*auto_position=*/7, detail::kNodes};
 }  // namespace detail
 
 }  // namespace zen

@@ -120,6 +120,7 @@ enum SchemeTraits : unsigned {
   kDense = 1u << 0,            ///< a dense allreduce: auto's dense fallback compares against it
   kNeedsBlockCounts = 1u << 1, ///< its model needs Counts' exact block sets (auto skips it on a sample)
   kDevicePlan = 1u << 2,       ///< zen::cuda::make_device_plan has a device plan of it
+  kNodes = 1u << 3,            ///< needs several nodes of several ranks: auto considers it only then
 };
 
 /// Position of a scheme `auto` considers only when SchemeOptions::autotune.candidates names it.

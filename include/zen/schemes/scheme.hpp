@@ -80,7 +80,9 @@ struct SchemeOptions {
   OutputOptions output;                     ///< average / accumulate (see OutputOptions)
   /// Scheme "auto" (docs/algorithms.md, "auto"): how it gathers statistics, predicts and measures.
   struct Auto {
-    std::vector<std::string> candidates;  ///< empty: balanced, allgather, sparcml, sparse_ps, omnireduce, dense_native
+    /// empty: balanced, allgather, sparcml, sparse_ps, omnireduce, dense_native, and hierarchical_sparse
+    /// when the ranks form several nodes of several ranks (SchemeOptions::node_size or ranks_on_node())
+    std::vector<std::string> candidates;
     int reevaluate_every = 500;           ///< calls between re-evaluations (0: never)
     double drift = 0.25;                  ///< re-evaluate when the agreed size moves by more than this fraction
     double explore_within = 4.0;          ///< measure the candidates predicted within this factor of the best (<= 1: model only)
