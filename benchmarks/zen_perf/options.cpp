@@ -154,8 +154,8 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--block-size", cfg.block_size, "omnireduce block size in values");
   app.add_option("--sparcml-switch", cfg.sparcml_switch, "sparcml dense switch density (0 = byte break-even)");
   app.add_option("--node-size", cfg.node_size,
-                 "hier_<scheme> runs <scheme> across nodes in the hierarchical mode; a node is 'host' (ranks "
-                 "sharing memory, under mpirun) or this many consecutive ranks")
+                 "hier_<scheme> runs <scheme> across nodes in the hierarchical mode, hierarchical_sparse its "
+                 "sparse variant; a node is 'host' (ranks sharing memory, under mpirun) or this many consecutive ranks")
       ->capture_default_str();
   app.add_option("--timeout-ms", cfg.timeout_ms, "communicator timeout under mpirun (a missing peer is named after it)")
       ->check(CLI::Range(int64_t{1}, int64_t{86400000}))

@@ -146,9 +146,9 @@ void print_row(const Row& r, const char* type, bool explain) {
     std::printf("#   %s decided in %llu calls (%llu of them timed), %.1f ms in all (slowest rank)\n", r.scheme.c_str(),
                 static_cast<unsigned long long>(r.decision_calls), static_cast<unsigned long long>(r.decision_timed),
                 r.decision_s * 1e3);
-  if (r.scheme.rfind("hier_", 0) == 0 && !r.phases.empty()) {
-    // The hierarchical mode's traffic by where it goes: inside a node (reduce-scatter, allgather) and
-    // across nodes (the inter-node scheme), rank 0, last call.
+  if ((r.scheme.rfind("hier_", 0) == 0 || r.scheme == "hierarchical_sparse") && !r.phases.empty()) {
+    // The hierarchical modes' traffic by where it goes: inside a node (reduce-scatter / node push,
+    // allgather / node pull) and across nodes (phase "inter"), rank 0, last call.
     uint64_t in_s = 0, in_r = 0, x_s = 0, x_r = 0;
     for (const auto& p : r.phases) {
       const bool inter = p.name == "inter";

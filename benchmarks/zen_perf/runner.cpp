@@ -164,6 +164,14 @@ std::vector<Runner> make_runners(Communicator& comm, const std::vector<std::stri
       o.push = e.push;
       o.pull = e.pull;
       rn.plan = make_scheme(name.substr(0, colon), comm, spec, o);
+    } else if (name == "hierarchical_sparse" && node_size != "host") {
+      SchemeOptions o = opt;  // --node-size N: N consecutive ranks per node (host: ranks_on_node())
+      try {
+        o.node_size = std::stoi(node_size);
+      } catch (const std::exception&) {
+        ZEN_THROW(Result::InvalidArgument, "--node-size '" + node_size + "': use 'host' or a number of ranks per node");
+      }
+      rn.plan = make_scheme(name, comm, spec, o);
     } else {
       rn.plan = make_scheme(name, comm, spec, opt);
     }

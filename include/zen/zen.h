@@ -72,7 +72,8 @@ typedef struct {
   /* Output. */
   int average;               /**< 1: divide the sum by the number of ranks (rounded once more in the dtype) */
   int accumulate;            /**< 1: Dense calls add the result into dense_out instead of overwriting it */
-  /* Hierarchical mode: scheme "hierarchical" (inter-node scheme `inter_scheme`) or "hier_<scheme>". */
+  /* Hierarchical mode: scheme "hierarchical" (inter-node scheme `inter_scheme`) or "hier_<scheme>";
+     node_size also sets the nodes of scheme "hierarchical_sparse". */
   int node_size;             /**< ranks per node, consecutive ranks form a node (0: the ranks sharing this
                                   rank's node, or the size of `intra` when given) */
   const char* inter_scheme;  /**< scheme across nodes (NULL: "balanced"); "hier_<scheme>" names it instead */

@@ -117,6 +117,7 @@ zen::SchemeOptions to_scheme_options(const zenOptions_t& c) {
   o.duplicates = c.reject_duplicates ? zen::DuplicatePolicy::Reject : zen::DuplicatePolicy::Sum;
   o.seed = c.seed;
   o.threads = c.threads;
+  o.node_size = c.node_size;  // hierarchical_sparse (the hierarchical mode reads c.node_size itself)
   o.hash_functions = c.hash_functions;
   o.parallel_factor = c.parallel_factor;
   o.serial_fraction = c.serial_fraction;

@@ -49,6 +49,58 @@ std::vector<uint64_t> proportional(uint64_t total, const std::vector<uint64_t>& 
   return out;
 }
 
+// hierarchical_sparse (src/schemes/hierarchical_sparse.cpp): each rank's rows per node chunk, and per
+// chunk the Counts of its inter-node balanced, whose rank g holds the union of node g's rows in the
+// chunk (as chunk positions). Skipped for problems with node_size 0 (the inner problems themselves)
+// or a node size that does not divide n.
+void node_split_counts(const Problem& p, const std::vector<std::vector<int64_t>>& sample, const std::vector<uint64_t>& k,
+                       uint64_t stride, Counts& c) {
+  const int n = p.n, L = p.node_size;
+  if (L < 1 || n % L != 0) return;
+  const int H = n / L;
+  const auto un = static_cast<size_t>(n), uL = static_cast<size_t>(L);
+  const Partitioner ch = node_chunks(p.rows, L, p.opt.seed);
+  c.hs_L = L;
+  c.hs_push.assign(un, std::vector<uint64_t>(uL, 0));
+  if (L == 1) {  // one chunk whose positions are the rows: its balanced over n nodes is balanced's
+    for (size_t r = 0; r < un; ++r) c.hs_push[r][0] = k[r];
+    c.hs_inner.assign(1, c);
+    return;
+  }
+  std::vector<std::vector<std::vector<int64_t>>> node(uL, std::vector<std::vector<int64_t>>(static_cast<size_t>(H)));
+  for (size_t r = 0; r < un; ++r) {
+    std::vector<uint64_t> w(uL, 0);
+    for (int64_t x : sample[r]) {
+      uint32_t j = 0;
+      uint64_t q = 0;
+      ch.locate(static_cast<uint64_t>(x), &j, &q);
+      ++w[j];
+      node[j][r / uL].push_back(static_cast<int64_t>(q));
+    }
+    c.hs_push[r] = proportional(k[r], w);
+  }
+  c.hs_inner.assign(uL, Counts{});
+  for (size_t j = 0; j < uL; ++j) {
+    const uint64_t mj = ch.owner_size(static_cast<uint32_t>(j));
+    if (mj == 0) continue;
+    Problem ip = p;
+    ip.rows = mj;
+    ip.n = H;
+    ip.node_size = 0;
+    ip.sparse_out = true;
+    std::vector<uint64_t> kin(static_cast<size_t>(H));
+    for (size_t g = 0; g < static_cast<size_t>(H); ++g) {
+      auto& s = node[j][g];
+      std::sort(s.begin(), s.end());
+      s.erase(std::unique(s.begin(), s.end()), s.end());
+      uint64_t v = scaled(s.size(), stride, mj);
+      for (size_t l = 0; l < uL; ++l) v = std::max(v, c.hs_push[g * uL + l][j]);  // a union holds each member
+      kin[g] = std::min(v, mj);
+    }
+    c.hs_inner[j] = estimate_from_sample(ip, node[j], kin, stride);
+  }
+}
+
 }  // namespace
 
 Problem Problem::of(const TensorSpec& spec, int n, const SchemeOptions& opt, bool sparse_out) {
@@ -59,6 +111,7 @@ Problem Problem::of(const TensorSpec& spec, int n, const SchemeOptions& opt, boo
   p.n = n;
   p.sparse_out = sparse_out;
   p.opt = opt;
+  p.node_size = opt.node_size > 0 ? opt.node_size : 1;
   return p;
 }
 
@@ -170,6 +223,7 @@ Counts estimate_from_sample(const Problem& p, const std::vector<std::vector<int6
       c.om_V_mask[o] += (rows_b(b) + 7) / 8;
     }
   }
+  node_split_counts(p, sample, k, stride, c);
   return c;
 }
 
@@ -234,12 +288,37 @@ Prediction predict(const std::string& scheme, const Problem& p, const Counts& c,
   Prediction pr;
   pr.scheme = scheme;
   pr.traffic = traffic(scheme, p, c);
+  const int L = p.node_size;
+  const bool nodes = L > 1 && p.n % L == 0;
   for (const auto& ph : pr.traffic.phases) {
     uint64_t b = 0;
     for (size_t r = 0; r < ph.sent.size(); ++r) b = std::max({b, ph.sent[r], ph.recv[r]});
     pr.max_bytes += b;
-    pr.comm_s += static_cast<double>(b) / link.bytes_per_s;
     pr.latency_s += ph.rounds * link.alpha_s + ph.messages * link.message_s;
+    if (!nodes) {
+      pr.comm_s += static_cast<double>(b) / link.bytes_per_s;
+      continue;
+    }
+    // Ranks sharing a node share its link: the busiest node's bytes to other nodes at bytes_per_s,
+    // the busiest rank's bytes inside the node at node_bytes_per_s. A flat scheme's bytes go to its
+    // n - 1 peers alike, n - L of them on other nodes.
+    const double away = ph.where == PhaseTraffic::kInsideNode  ? 0.0
+                        : ph.where == PhaseTraffic::kAcrossNodes ? 1.0
+                                                                 : static_cast<double>(p.n - L) / static_cast<double>(p.n - 1);
+    uint64_t host = 0;
+    for (int g = 0; g < p.n / L; ++g) {
+      uint64_t s = 0, v = 0;
+      for (int l = 0; l < L; ++l) {
+        s += ph.sent[static_cast<size_t>(g * L + l)];
+        v += ph.recv[static_cast<size_t>(g * L + l)];
+      }
+      host = std::max({host, s, v});
+    }
+    const auto hb = static_cast<uint64_t>(std::llround(static_cast<double>(host) * away));
+    const auto nb = static_cast<uint64_t>(std::llround(static_cast<double>(b) * (1.0 - away)));
+    pr.host_bytes += hb;
+    pr.node_bytes += nb;
+    pr.comm_s += static_cast<double>(hb) / link.bytes_per_s + static_cast<double>(nb) / link.node_bytes_per_s;
   }
   pr.rows = work_rows(scheme, p, c);
   pr.compute_s = link.entry_s * pr.rows + link.cpu_s(scheme, pr.rows, p);

@@ -135,6 +135,11 @@ class Auto : public SparseAllreduce {
     const int n = comm_.size();
     const auto un = static_cast<size_t>(n);
     model::Problem prob = model::Problem::of(spec_, n, opt_, sparse);
+    // Ranks sharing nodes, several nodes: the model's time becomes node-aware (a node's ranks share
+    // its link) and the rows that need nodes (kNodes) become candidates; otherwise neither.
+    const int L = opt_.node_size > 0 ? opt_.node_size : comm_.ranks_on_node();
+    const bool nodes = L > 1 && L < n && n % L == 0;
+    prob.node_size = nodes ? L : 1;
     model::Counts counts;
     uint64_t stride = 1;
     {
@@ -187,6 +192,7 @@ class Auto : public SparseAllreduce {
     std::vector<model::Prediction> pred;
     for (const auto& c : candidates_) {
       if (row_of(c).has(detail::kNeedsBlockCounts) && !counts.has_omnireduce()) continue;  // needs exact block sets
+      if (row_of(c).has(detail::kNodes) && !nodes && a.candidates.empty()) continue;  // one node, or one rank per node
       pred.push_back(model::predict(c, prob, counts, link));
     }
     std::stable_sort(pred.begin(), pred.end(), [](const auto& x, const auto& y) { return x.seconds < y.seconds; });

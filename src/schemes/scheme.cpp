@@ -422,6 +422,7 @@ extern const SchemeRow allgather_row;
 extern const SchemeRow sparcml_row;
 extern const SchemeRow omnireduce_row;
 extern const SchemeRow sparse_ps_row;
+extern const SchemeRow hierarchical_sparse_row;
 
 namespace {
 void check_row(const std::vector<SchemeRow>& table, const SchemeRow& row) {
@@ -440,7 +441,7 @@ std::vector<SchemeRow>& table() {
   static std::vector<SchemeRow> t = [] {
     std::vector<SchemeRow> v;
     for (const SchemeRow* r : {&balanced_row, &dense_ring_row, &dense_native_row, &allgather_row, &sparcml_row,
-                               &omnireduce_row, &sparse_ps_row}) {
+                               &omnireduce_row, &sparse_ps_row, &hierarchical_sparse_row}) {
       check_row(v, *r);
       v.push_back(*r);
     }

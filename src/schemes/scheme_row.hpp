@@ -24,6 +24,7 @@
 
 #include "../comm/ring_chunk.hpp"
 #include "zen/comm/communicator.hpp"
+#include "zen/hash/hash.hpp"
 #include "zen/model/cost_model.hpp"
 #include "zen/schemes/scheme.hpp"
 
@@ -31,6 +32,12 @@ namespace zen::model {
 
 /// Width of a COO key over a key space (4 bytes up to 2^31 keys, else 8).
 inline uint64_t key_width(uint64_t key_space) { return key_space <= (uint64_t{1} << 31) ? 4 : 8; }
+
+/// The hashed split of R rows into the L chunks of a node (hierarchical_sparse): chunk = owner,
+/// position = the row's place in it; its own seed, so it is independent of balanced's h0.
+inline Partitioner node_chunks(uint64_t R, int L, uint64_t seed) {
+  return Partitioner::make(R, static_cast<uint32_t>(L), seed ^ 0x6e6f64655f636875ULL);
+}
 
 /// Start of part o when `total` items are split in n contiguous parts (the ring chunk split).
 inline uint64_t part_begin(uint64_t total, int n, int o) {
@@ -113,6 +120,7 @@ enum SchemeTraits : unsigned {
   kDense = 1u << 0,            ///< a dense allreduce: auto's dense fallback compares against it
   kNeedsBlockCounts = 1u << 1, ///< its model needs Counts' exact block sets (auto skips it on a sample)
   kDevicePlan = 1u << 2,       ///< zen::cuda::make_device_plan has a device plan of it
+  kNodes = 1u << 3,            ///< needs several nodes of several ranks: auto considers it only then
 };
 
 /// Position of a scheme `auto` considers only when SchemeOptions::autotune.candidates names it.

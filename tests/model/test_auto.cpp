@@ -72,6 +72,18 @@ test::Case disjoint_case(int n, uint64_t R, size_t k) {
   return c;
 }
 
+// hierarchical_sparse is a default candidate only when the ranks form several nodes of several ranks
+// (node_size 2 of 4 ranks), not with one node (4 of 4) or one rank per node (1).
+TEST(Auto, NodesMakeHierarchicalSparseACandidate) {
+  for (int L : {2, 4, 1}) {
+    test::Case c = test::make_case("half", 4, 0);
+    SchemeOptions opt = c.opt;
+    opt.node_size = L;
+    const Choice got = model_choice(c, 4, opt);
+    EXPECT_EQ(got.decision.find("hierarchical_sparse") != std::string::npos, L == 2) << "L=" << L << ": " << got.decision;
+  }
+}
+
 TEST(Auto, NearZeroOverlapAtTinyDensityIsNotBalanced) {
   for (int n : {5, 8}) {
     const test::Case c = disjoint_case(n, uint64_t{1} << 20, 64);  // d = 6e-5, gamma = n

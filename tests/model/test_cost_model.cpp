@@ -88,6 +88,52 @@ TEST(CostModel, DenseBytesAndTimeFollowTheFormula) {
   EXPECT_NEAR(pr.seconds, 6 * 10e-6 + 6 * 1e-6 + 6000 / 1e9, 1e-12);
 }
 
+// hierarchical_sparse per node size: a stride-1 sample gives the exact counts' bytes (its node split
+// included), a 1/16 sample comes close, and the node-aware time sees what it saves: each node's link
+// carries the node's union once instead of once per rank (the scheme tests hold the exact bytes
+// against the communicator's counts).
+TEST(CostModel, HierarchicalSparseByNodeSize) {
+  const int n = 8;
+  const uint64_t R = uint64_t{1} << 20;
+  const auto rows = workload(n, R, 20000, 0.3, 5);
+  for (int L : {1, 2, 4}) {
+    SchemeOptions opt;
+    opt.seed = 7;
+    opt.node_size = L;
+    const model::Problem p = model::Problem::of(TensorSpec{R * 4, 4, DType::F32}, n, opt, true);
+    ASSERT_EQ(p.node_size, L);
+    const model::Counts exact = model::count_exact(p, rows);
+    ASSERT_EQ(exact.hs_L, L);
+    std::vector<uint64_t> k;
+    const auto all = sample_of(rows, 1, opt.seed, k);
+    const auto t = model::traffic("hierarchical_sparse", p, exact);
+    const auto t1 = model::traffic("hierarchical_sparse", p, model::estimate_from_sample(p, all, k, 1));
+    EXPECT_EQ(t.sent, t1.sent) << "L=" << L;
+    EXPECT_EQ(t.recv, t1.recv) << "L=" << L;
+    const auto smp = sample_of(rows, 16, opt.seed, k);
+    const auto t16 = model::traffic("hierarchical_sparse", p, model::estimate_from_sample(p, smp, k, 16));
+    EXPECT_NEAR(static_cast<double>(t16.max_sent()), static_cast<double>(t.max_sent()), 0.05 * static_cast<double>(t.max_sent()))
+        << "L=" << L;
+    if (L == 1) continue;
+    const model::Link link{20e-6, 1e-6, 125e6, 0};  // 1 Gbit/s between nodes
+    const auto hs = model::predict("hierarchical_sparse", p, exact, link);
+    const auto flat = model::predict("balanced", p, exact, link);
+    // Only the inter phase crosses nodes: the busiest node's bytes are its ranks' inter bytes.
+    uint64_t host = 0;
+    for (const auto& ph : hs.traffic.phases)
+      if (ph.name == "inter")
+        for (int g = 0; g < n / L; ++g) {
+          uint64_t s = 0, v = 0;
+          for (int l = 0; l < L; ++l) s += ph.sent[static_cast<size_t>(g * L + l)], v += ph.recv[static_cast<size_t>(g * L + l)];
+          host = std::max({host, s, v});
+        }
+    EXPECT_EQ(hs.host_bytes, host) << "L=" << L;
+    EXPECT_GT(hs.node_bytes, 0u) << "L=" << L;
+    EXPECT_LT(static_cast<double>(hs.host_bytes), 0.75 * static_cast<double>(flat.host_bytes)) << "L=" << L;
+    EXPECT_LT(hs.seconds, flat.seconds) << "L=" << L;
+  }
+}
+
 TEST(CostModel, BadRequestsAreClearErrors) {
   const model::Problem p = model::Problem::of(TensorSpec{100, 1, DType::F32}, 2, SchemeOptions{}, true);
   EXPECT_THROW(model::count_exact(p, {{1}}), Error);           // one rank's rows for two ranks

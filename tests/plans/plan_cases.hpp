@@ -81,6 +81,9 @@ template <typename Sync>
 SteadyState count_steady_state(Communicator& comm, const AllocCase& c, bool leader, Sync&& sync) {
   SchemeOptions o;
   o.threads = c.threads;
+  // hierarchical_sparse: nodes of two ranks where n is even (n = 4: two nodes, the inner balanced
+  // between them), else one rank per node.
+  if (c.scheme == "hierarchical_sparse") o.node_size = comm.size() % 2 == 0 ? 2 : 1;
   TensorSpec spec{c.rows * c.D, c.D, c.dtype};
   auto plan = make_scheme(c.scheme, comm, spec, o);
   std::vector<std::vector<int64_t>> idx(11);
@@ -129,6 +132,12 @@ inline std::vector<AllocCase> alloc_cases() {
         v.push_back({s, 1031, 16, DType::BF16, dense_out, dups, 2});
         v.push_back({s, (uint64_t{1} << 18) + 3, 1, DType::F32, dense_out, dups, 2, true});
       }
+  // hierarchical_sparse: its inner balanced is covered above; the small inputs only (CI time).
+  for (bool dense_out : {false, true})
+    for (bool dups : {false, true}) {
+      v.push_back({"hierarchical_sparse", 4099, 1, DType::F32, dense_out, dups, 1});
+      v.push_back({"hierarchical_sparse", 1031, 16, DType::BF16, dense_out, dups, 2});
+    }
   return v;
 }
 

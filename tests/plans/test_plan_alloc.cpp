@@ -1,5 +1,5 @@
 // Plans allocate nothing and create no thread in steady state (loopback backend, n = 1..4 ranks as
-// threads; the large inputs at n = 3, the MPI test runs them at n = 2): calls 2..10 of balanced, allgather, sparse_ps, dense and dense_native, sparse and dense
+// threads; the large inputs at n = 3, the MPI test runs them at n = 2): calls 2..10 of balanced, allgather, sparse_ps, dense, dense_native and hierarchical_sparse (small inputs), sparse and dense
 // output, with and without duplicate indices, one and two pool threads (large inputs: every worker
 // busy). The replaced operator new and the interposed pthread_create count for the whole process
 // while the counted calls run.

@@ -92,6 +92,14 @@ inline Case make_case(const std::string& kind, int n, int variant, uint64_t seed
   if (c.D >= 64) R = 211;
   c.rows = R;
   if (variant % 3 == 1) c.opt.block_size = 16;  // omnireduce: many blocks per owner
+  {  // hierarchical_sparse: nodes of several ranks first (2 nodes of 2.. when n allows), then one node, then 1
+    std::vector<int> sizes;
+    for (int L = 2; L < n; ++L)
+      if (n % L == 0) sizes.push_back(L);
+    sizes.push_back(n);
+    if (n > 1) sizes.push_back(1);
+    c.opt.node_size = sizes[static_cast<size_t>(variant) % sizes.size()];
+  }
   if (kind == "empty") {
   } else if (kind == "single") {
     add_row(c, n - 1, static_cast<int64_t>(R - 1), g);

@@ -187,7 +187,8 @@ TEST(SchemeRow, TableRefusesInconsistentRows) {
 
 TEST(SchemeRow, AutoCandidateOrderIsTheRowsPositions) {
   // The order that decides auto's ties (it differs from the registry's order).
-  const std::vector<std::string> want{"balanced", "allgather", "sparcml", "sparse_ps", "omnireduce", "dense_native"};
+  const std::vector<std::string> want{"balanced", "allgather", "sparcml", "sparse_ps", "omnireduce", "dense_native",
+                                      "hierarchical_sparse"};
   EXPECT_EQ(detail::auto_candidates(), want);
   const std::vector<std::string> registry{"balanced", "dense", "dense_native", "allgather", "sparcml", "omnireduce", "sparse_ps"};
   const auto& names = scheme_names();

@@ -24,6 +24,9 @@ struct Problem {
   DType dtype = DType::F32;
   int n = 1;
   bool sparse_out = true;  ///< sparse result (support traffic of the dense schemes, OmniReduce masks)
+  /// Ranks per node (consecutive ranks; they share one network link): opt.node_size, 1 when 0. A
+  /// caller with a communicator whose opt.node_size is 0 sets it from ranks_on_node().
+  int node_size = 1;
   SchemeOptions opt;       ///< seed (h0), pull, block_size, sparcml_dense_switch
   static Problem of(const TensorSpec& spec, int n, const SchemeOptions& opt, bool sparse_out);
   uint64_t N() const { return rows * D; }
@@ -45,6 +48,12 @@ struct Counts {
   std::vector<std::vector<uint64_t>> om_rows, om_mask;
   std::vector<uint64_t> om_V_rows, om_V_mask;
   bool has_omnireduce() const { return !om_V_rows.empty(); }
+  /// hierarchical_sparse at node size hs_L (Problem::node_size; 0 = not counted): [r][j] rows of rank r
+  /// in node chunk j, and per chunk j the Counts of its inter-node balanced (n = nodes, rows = chunk
+  /// positions, rank g's rows = the union of node g's rows in chunk j).
+  int hs_L = 0;
+  std::vector<std::vector<uint64_t>> hs_push;
+  std::vector<Counts> hs_inner;
 };
 
 /// Exact counts from every rank's rows (any order, duplicates allowed, each in [0, R)).
@@ -64,6 +73,10 @@ struct PhaseTraffic {
   std::vector<uint64_t> sent, recv;  ///< per rank
   double rounds = 0;                 ///< dependent message rounds (each costs the latency alpha)
   double messages = 0;               ///< messages the busiest rank sends (each costs the per-message overhead)
+  /// Where the bytes go when ranks share nodes (Problem::node_size > 1): to peers anywhere (spread
+  /// evenly, the flat schemes), only inside the node (shared memory), or only to other nodes.
+  enum Where : uint8_t { kAnywhere = 0, kInsideNode = 1, kAcrossNodes = 2 };
+  Where where = kAnywhere;
 };
 
 struct Traffic {
@@ -95,6 +108,9 @@ struct Link {
   double cpu_s(const std::string& scheme, double rows, const Problem& p) const;
   /// The link and compute parameters of auto's options (what auto predicts with).
   static Link of(const SchemeOptions::Auto& a);
+  /// Bandwidth of one rank inside its node (shared memory), used when Problem::node_size > 1: the
+  /// node's ranks then share one link of bytes_per_s to the other nodes.
+  double node_bytes_per_s = 4e9;
 };
 
 struct Prediction {
@@ -103,6 +119,10 @@ struct Prediction {
   double comm_s = 0, latency_s = 0, compute_s = 0;
   double rows = 0;  ///< work_rows: rows touched on the busiest rank (the compute term's count)
   uint64_t max_bytes = 0;  ///< most bytes any rank sends or receives in one call
+  /// Problem::node_size > 1: bytes through the busiest node's link (sent or received, summed over its
+  /// ranks; a flat scheme's bytes counted as spread evenly over its peers) and the most bytes a rank
+  /// moves inside its node, per call.
+  uint64_t host_bytes = 0, node_bytes = 0;
   Traffic traffic;
 };
 

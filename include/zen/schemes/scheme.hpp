@@ -74,10 +74,15 @@ struct SchemeOptions {
   bool validate = true;                     ///< check index ranges on input
   double sparcml_dense_switch = 0.0;        ///< density where SparCML switches to dense (0 = byte break-even)
   uint32_t block_size = 256;                ///< OmniReduce block size (elements)
+  /// hierarchical_sparse: ranks per node, consecutive ranks forming a node (0: the communicator's
+  /// ranks_on_node(), which MPI takes from its shared-memory split; the same on every rank, dividing n).
+  int node_size = 0;
   OutputOptions output;                     ///< average / accumulate (see OutputOptions)
   /// Scheme "auto" (docs/algorithms.md, "auto"): how it gathers statistics, predicts and measures.
   struct Auto {
-    std::vector<std::string> candidates;  ///< empty: balanced, allgather, sparcml, sparse_ps, omnireduce, dense_native
+    /// empty: balanced, allgather, sparcml, sparse_ps, omnireduce, dense_native, and hierarchical_sparse
+    /// when the ranks form several nodes of several ranks (SchemeOptions::node_size or ranks_on_node())
+    std::vector<std::string> candidates;
     int reevaluate_every = 500;           ///< calls between re-evaluations (0: never)
     double drift = 0.25;                  ///< re-evaluate when the agreed size moves by more than this fraction
     double explore_within = 1.5;          ///< measure the candidates predicted within this factor of the best (<= 1: model only)
@@ -294,7 +299,8 @@ std::unique_ptr<SparseAllreduce> setup_in_order(Communicator& comm,
 }  // namespace detail
 
 /// Names: "balanced", "dense" (ring RS+AG over the communicator), "dense_native" (backend allreduce),
-/// "allgather", "sparcml", "omnireduce", "sparse_ps", and "auto" (picks one of them by the cost
+/// "allgather", "sparcml", "omnireduce", "sparse_ps", "hierarchical_sparse" (sparse inside the node,
+/// balanced across nodes; SchemeOptions::node_size), and "auto" (picks one of them by the cost
 /// model and by measuring the close candidates; SchemeOptions::autotune). Host plans: a
 /// communicator whose memory is on a device is refused (Unsupported; the device plans are
 /// zen::cuda::DeviceBalanced / DeviceHierarchical, or zen::cuda::make_device_plan).
