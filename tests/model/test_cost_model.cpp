@@ -115,7 +115,7 @@ TEST(CostModel, HierarchicalSparseByNodeSize) {
     EXPECT_NEAR(static_cast<double>(t16.max_sent()), static_cast<double>(t.max_sent()), 0.05 * static_cast<double>(t.max_sent()))
         << "L=" << L;
     if (L == 1) continue;
-    const model::Link link{20e-6, 1e-6, 125e6, 0};  // 1 Gbit/s between nodes
+    const model::Link link{20e-6, 1e-6, 125e6, 0, {}};  // 1 Gbit/s between nodes
     const auto hs = model::predict("hierarchical_sparse", p, exact, link);
     const auto flat = model::predict("balanced", p, exact, link);
     // Only the inter phase crosses nodes: the busiest node's bytes are its ranks' inter bytes.
