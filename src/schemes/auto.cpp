@@ -337,8 +337,11 @@ class Auto : public SparseAllreduce {
 // beyond the link's bytes per value touched and per dense value. Another machine passes its own
 // (zen_perf --auto-cpu, SchemeOptions::Auto::cpu).
 std::vector<SchemeOptions::Auto::CpuTerm> SchemeOptions::Auto::default_cpu() {
-  return {{"allgather", 0, 1.05e-10}, {"balanced", 0, 1.76e-10}, {"omnireduce", 1.42e-09, 0},
-          {"sparcml", 0, 2.97e-10}, {"sparse_ps", 0, 9.41e-11}};
+  // Link only by default. The rough fit of 2026-12-03 (allgather 0.105, balanced 0.176, sparcml 0.297,
+  // sparse_ps 0.094 ns per dense value, omnireduce 1.42 ns per value touched) charged the sparse
+  // schemes per dense value and omnireduce not at all, so on a huge sparse tensor (N = 2^33 + 7,
+  // zen_perf_huge_trace) auto chose omnireduce, whose N-value workspace cannot be allocated.
+  return {};
 }
 
 std::unique_ptr<SparseAllreduce> make_auto(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt) {
