@@ -82,6 +82,30 @@ struct RunSettings {
   int warmup = 0, iters = 1;  ///< zen_perf's rounds: call k uses iteration k mod T; k >= warmup are counted
 };
 
+/// A zen_perf --json run's settings (ranks, seed, encodings, output, warm-up and timed calls).
+RunSettings settings_of(const json& run) {
+  const json& cf = run.at("config");
+  RunSettings rs;
+  rs.n = run.at("ranks").get<int>();
+  rs.opt.seed = cf.at("seed").get<uint64_t>();
+  rs.opt.pull = parse_index_encoding(cf.value("pull", std::string("auto")));
+  rs.opt.push = parse_index_encoding(cf.value("push", std::string("auto")));
+  rs.opt.block_size = cf.value("block_size", 256u);
+  rs.opt.sparcml_dense_switch = cf.value("sparcml_switch", 0.0);
+  rs.sparse_out = cf.value("output", std::string("dense")) == "sparse";
+  rs.warmup = cf.at("warmup").get<int>();
+  rs.iters = cf.at("iters").get<int>();
+  return rs;
+}
+
+/// The trace a zen_perf row names (its directory, or one with the same last component); null if none.
+const Trace* trace_of(const std::vector<Trace>& traces, const std::string& label) {
+  const Trace* tr = nullptr;
+  for (const auto& t : traces)
+    if (t.dir == label || fs::path(t.dir).filename() == fs::path(label).filename()) tr = &t;
+  return tr;
+}
+
 model::Problem problem_of(const Trace& tr, const RunSettings& rs) {
   const TensorSpec spec{static_cast<uint64_t>(tr.meta.N), static_cast<uint32_t>(tr.meta.row_width), tr.meta.dtype};
   return model::Problem::of(spec, rs.n, rs.opt, rs.sparse_out);
@@ -337,18 +361,8 @@ int run_check(const std::vector<Trace>& traces, const std::string& perf_json) {
   std::ifstream f(perf_json);
   ZEN_ENFORCE(f.good(), "--check: cannot read '" + perf_json + "'");
   const json j = json::parse(f);
-  const json& cf = j.at("config");
-  RunSettings rs;
-  rs.n = j.at("ranks").get<int>();
-  rs.opt.seed = cf.at("seed").get<uint64_t>();
-  const std::string pull = cf.value("pull", "auto"), push = cf.value("push", "auto");
-  rs.opt.pull = parse_index_encoding(pull);
-  rs.opt.push = parse_index_encoding(push);
-  rs.opt.block_size = cf.value("block_size", 256u);
-  rs.opt.sparcml_dense_switch = cf.value("sparcml_switch", 0.0);
-  rs.sparse_out = cf.value("output", std::string("dense")) == "sparse";
-  rs.warmup = cf.at("warmup").get<int>();
-  rs.iters = cf.at("iters").get<int>();
+  const RunSettings rs = settings_of(j);
+  const std::string pull = j.at("config").value("pull", "auto");
   std::printf("# zen_model --check %s: n=%d output=%s pull=%s seed=%llu warm-up %d, %d timed calls\n", perf_json.c_str(), rs.n,
               rs.sparse_out ? "sparse" : "dense", pull.c_str(), static_cast<unsigned long long>(rs.opt.seed), rs.warmup, rs.iters);
   std::printf("%-28s %14s %14s %14s %14s %14s %6s\n", "trace", "scheme", "model_sent_B", "perf_sent_B", "model_recv_B",
@@ -358,9 +372,7 @@ int run_check(const std::vector<Trace>& traces, const std::string& perf_json) {
     const std::string scheme = row.at("scheme").get<std::string>();
     if (!model::covers(scheme)) continue;  // raw MPI baselines, auto (its statistics traffic)
     const std::string label = row.value("trace", std::string());
-    const Trace* tr = nullptr;
-    for (const auto& t : traces)
-      if (t.dir == label || fs::path(t.dir).filename() == fs::path(label).filename()) tr = &t;
+    const Trace* tr = trace_of(traces, label);
     if (!tr) continue;
     ZEN_ENFORCE(tr->meta.ranks >= rs.n, "--check: the trace has fewer ranks than the run");
     const auto [ms, mr] = zen_perf_bytes(*tr, rs, scheme);
@@ -528,17 +540,7 @@ int run_predict(const std::vector<Trace>& traces, const std::string& perf_json, 
   std::ifstream f(perf_json);
   ZEN_ENFORCE(f.good(), "--predict: cannot read '" + perf_json + "'");
   const json j = json::parse(f);
-  const json& cf = j.at("config");
-  RunSettings rs;
-  rs.n = j.at("ranks").get<int>();
-  rs.opt.seed = cf.at("seed").get<uint64_t>();
-  rs.opt.pull = parse_index_encoding(cf.value("pull", std::string("auto")));
-  rs.opt.push = parse_index_encoding(cf.value("push", std::string("auto")));
-  rs.opt.block_size = cf.value("block_size", 256u);
-  rs.opt.sparcml_dense_switch = cf.value("sparcml_switch", 0.0);
-  rs.sparse_out = cf.value("output", std::string("dense")) == "sparse";
-  rs.warmup = cf.at("warmup").get<int>();
-  rs.iters = cf.at("iters").get<int>();
+  const RunSettings rs = settings_of(j);
   std::printf("# zen_model --predict %s with %s (calibrated at n=%d: alpha %.2f us per round, %.2f GB/s): n=%d output=%s\n",
               perf_json.c_str(), cal_json.c_str(), cal.n, cal.alpha * 1e6, cal.beta > 0 ? 1e-9 / cal.beta : 0.0, rs.n,
               rs.sparse_out ? "sparse" : "dense");
@@ -550,9 +552,7 @@ int run_predict(const std::vector<Trace>& traces, const std::string& perf_json, 
     const auto cit = cal.per_row.find(scheme);
     if (cit == cal.per_row.end() || rounds_of(scheme, rs.n) == 0) continue;
     const std::string label = row.value("trace", std::string());
-    const Trace* tr = nullptr;
-    for (const auto& t : traces)
-      if (t.dir == label || fs::path(t.dir).filename() == fs::path(label).filename()) tr = &t;
+    const Trace* tr = trace_of(traces, label);
     if (!tr) continue;
     ZEN_ENFORCE(tr->meta.ranks >= rs.n, "--predict: the trace has fewer ranks than the run");
     uint64_t bytes = 0;
