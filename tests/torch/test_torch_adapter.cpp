@@ -65,6 +65,17 @@ std::vector<std::string> schemes() {
   return v;
 }
 
+// n identical models, built on the calling thread (LibTorch's generator is global: rank threads
+// building their own would race on it).
+std::vector<std::shared_ptr<Net>> identical_nets(int n) {
+  std::vector<std::shared_ptr<Net>> nets;
+  for (int r = 0; r < n; ++r) {
+    ::torch::manual_seed(3);
+    nets.push_back(std::make_shared<Net>());
+  }
+  return nets;
+}
+
 class TorchAdapter : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
 
 TEST_P(TorchAdapter, GradSyncEqualsTheAverageOfAllRanks) {
@@ -85,12 +96,7 @@ TEST_P(TorchAdapter, GradSyncEqualsTheAverageOfAllRanks) {
   for (bool average : {false, true})
     for (bool dense_output : {false, true}) {
       std::mutex mu;
-      // Models are built here, one thread: LibTorch's generator is global, threads would race on it.
-      std::vector<std::shared_ptr<Net>> nets;
-      for (int r = 0; r < n; ++r) {
-        ::torch::manual_seed(3);
-        nets.push_back(std::make_shared<Net>());
-      }
+      const std::vector<std::shared_ptr<Net>> nets = identical_nets(n);
       loopback::run(n, [&](Communicator& c) {
         Net& net = *nets[static_cast<size_t>(c.rank())];
         GradSyncOptions o;
@@ -167,11 +173,7 @@ struct Probe : public ::torch::autograd::Function<Probe> {
 TEST(GradSyncOverlap, SyncStartsAndSendsDuringBackward) {
   for (int n : {2, 3})
     for (bool overlap : {true, false}) {
-      std::vector<std::shared_ptr<Net>> nets;
-      for (int r = 0; r < n; ++r) {
-        ::torch::manual_seed(3);
-        nets.push_back(std::make_shared<Net>());
-      }
+      const std::vector<std::shared_ptr<Net>> nets = identical_nets(n);
       std::mutex mu;
       loopback::run(n, [&](Communicator& c) {
         const int r = c.rank();
@@ -229,11 +231,7 @@ TEST(GradSyncOverlap, SyncStartsAndSendsDuringBackward) {
 // already started; it is synced again on every rank and the result is the sum of both backwards.
 TEST(GradSyncOverlap, SecondBackwardBeforeSynchronizeIsResynced) {
   const int n = 3;
-  std::vector<std::shared_ptr<Net>> nets;
-  for (int r = 0; r < n; ++r) {
-    ::torch::manual_seed(3);
-    nets.push_back(std::make_shared<Net>());
-  }
+  const std::vector<std::shared_ptr<Net>> nets = identical_nets(n);
   std::mutex mu;
   loopback::run(n, [&](Communicator& c) {
     const int r = c.rank();
