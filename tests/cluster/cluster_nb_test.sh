@@ -10,16 +10,8 @@
 set -uo pipefail
 repo=$1 bin=$2
 export ZEN_CLUSTER_PREFIX=zenr ZEN_CLUSTER_SUBNET=10.234.0 ZEN_CLUSTER_STATE=/run/zen-cluster-nb
-cl() { bash "$repo/scripts/cluster.sh" "$@"; }
-err=$(mktemp)
-cl check >/dev/null 2>"$err" || {
-  rc=$?
-  cat "$err"
-  rm -f "$err"
-  [ $rc = 77 ] && echo "SKIP: no network namespaces here" && exit 77
-  exit 1
-}
-rm -f "$err"
+source "$repo/tests/cluster/cluster_lib.sh"
+cluster_check_or_skip
 dir=$(mktemp -d)
 trap 'cl down >/dev/null 2>&1; rm -rf "$dir"' EXIT
 fail=0

@@ -13,15 +13,8 @@
 set -uo pipefail
 case_=$1 repo=$2 perf=$3 ztrace=$4 fault=$5
 export ZEN_CLUSTER_PREFIX=zent ZEN_CLUSTER_SUBNET=10.232.0 ZEN_CLUSTER_STATE=/run/zen-cluster-test
-cl() { bash "$repo/scripts/cluster.sh" "$@"; }
-cl check >/dev/null 2>"${TMPDIR:-/tmp}/zen-cluster-check.$$" || {
-  rc=$?
-  cat "${TMPDIR:-/tmp}/zen-cluster-check.$$"
-  rm -f "${TMPDIR:-/tmp}/zen-cluster-check.$$"
-  [ $rc = 77 ] && echo "SKIP: no network namespaces here" && exit 77
-  exit 1
-}
-rm -f "${TMPDIR:-/tmp}/zen-cluster-check.$$"
+source "$repo/tests/cluster/cluster_lib.sh"
+cluster_check_or_skip
 dir=$(mktemp -d)
 trap 'cl down >/dev/null 2>&1; rm -rf "$dir"' EXIT
 fail=0

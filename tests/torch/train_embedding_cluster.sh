@@ -8,16 +8,8 @@
 set -uo pipefail
 repo=$1 bin=$2 variants=$3
 export ZEN_CLUSTER_PREFIX=zeng ZEN_CLUSTER_SUBNET=10.235.0 ZEN_CLUSTER_STATE=/run/zen-cluster-gloo
-cl() { bash "$repo/scripts/cluster.sh" "$@"; }
-err=$(mktemp)
-cl check >/dev/null 2>"$err" || {
-  rc=$?
-  cat "$err"
-  rm -f "$err"
-  [ $rc = 77 ] && echo "SKIP: no network namespaces here" && exit 77
-  exit 1
-}
-rm -f "$err"
+source "$repo/tests/cluster/cluster_lib.sh"
+cluster_check_or_skip
 log=$(mktemp)
 trap 'cl down >/dev/null 2>&1; rm -f "$log"' EXIT
 cl up 2 --rate 1gbit >/dev/null || exit 1
