@@ -18,15 +18,7 @@ out=${1:-bench-out}
 iters=${2:-40}
 source scripts/env.sh
 mkdir -p "$out"
-text=$(bash scripts/fetch_corpus.sh)
-for form in row row-occ; do
-  dir=data/traces/brown-n8-$form
-  if [ ! -s "$dir/trace.json" ]; then
-    extra=""
-    [ "$form" = row-occ ] && extra="--occurrences"
-    build/bin/zen_trace corpus --text "$text" -o "$dir" -n 8 -B 256 -D 64 -T 4 --row-level $extra >/dev/null
-  fi
-done
+bash scripts/brown_traces.sh
 schemes=${ZEN_SCHEMES:-balanced,allgather,sparse_ps,sparcml,omnireduce,dense,dense_native,auto,mpi_allreduce,mpi_allgatherv}
 run() {  # TAG WARMUP ZEN_PERF_ARGS...: the steady-state run and the 20-call run of one row
   local tag=$1 warm=$2

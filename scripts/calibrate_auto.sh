@@ -13,15 +13,7 @@ cd "$(dirname "$0")/.."
 out=${1:-bench-out/calibrate}
 source scripts/env.sh
 mkdir -p "$out"
-text=$(bash scripts/fetch_corpus.sh)
-for form in row row-occ; do
-  dir=data/traces/brown-n8-$form
-  if [ ! -s "$dir/trace.json" ]; then
-    extra=""
-    [ "$form" = row-occ ] && extra="--occurrences"
-    build/bin/zen_trace corpus --text "$text" -o "$dir" -n 8 -B 256 -D 64 -T 4 --row-level $extra >/dev/null
-  fi
-done
+bash scripts/brown_traces.sh
 fixed=balanced,allgather,sparse_ps,sparcml,omnireduce,dense_native
 common=(--scheme $fixed,auto --explain --auto-cpu none -c 0 -w 2 -n 8)
 for output in sparse dense; do
