@@ -153,6 +153,60 @@ def torch_tensors_in_and_out(ctx):
                 assert np.array_equal(got2.double().numpy(), dense)
 
 
+def inputs_reach_c_without_copies(ctx):
+    """Contiguous NumPy arrays and CPU tensors reach the C calls as the caller's own buffers: the
+    addresses passed for indices, values and out are the arrays' own (recorded at the ctypes call),
+    for sparse, dense and both non-blocking starts; a non-contiguous input is the one copy made."""
+    lib = zen.lib()
+    seen = []
+    plain = lib.call
+
+    def record(name, *args):
+        if name.startswith("zenSparseAllreduce") and name[len("zenSparseAllreduce"):] in (
+                "Sparse", "Dense", "SparseStart", "DenseStart"):
+            seen.append((name, args[2], args[4], args[5] if "Dense" in name else None))
+        return plain(name, *args)
+
+    idx, vals = rank_input(ctx.rank)
+    dense, present = reference(ctx.n)
+    inputs = [("numpy", idx, vals.astype(np.float32), np.zeros(R * D, np.float32), lambda a: a.ctypes.data)]
+    try:
+        import torch
+        inputs.append(("torch", torch.from_numpy(idx.astype(np.int32)), torch.from_numpy(vals).float().view(-1, D),
+                       torch.zeros(R * D), lambda a: a.data_ptr()))
+    except ImportError:
+        pass  # the NumPy half still runs; torch_tensors_in_and_out says torch is absent
+    with world(ctx) as c, zen.SparseAllreduce(c, R * D, D, "f32", "balanced") as p:
+        lib.call = record
+        try:
+            for what, i, v, out, addr in inputs:
+                del seen[:]
+                got_i, got_v = p.sparse(i, v)
+                check_sparse_result(got_i, got_v, dense, present, D, "f32", f"{what} sparse")
+                assert p.dense(i, v, out=out) is out
+                assert np.array_equal(np.asarray(out, np.float64), dense), f"{what} dense"
+                got_i, got_v = p.start(i, v).wait()
+                check_sparse_result(got_i, got_v, dense, present, D, "f32", f"{what} sparse start")
+                assert p.start(i, v, out=out).wait() is out
+                names = [s[0] for s in seen]
+                assert names == ["zenSparseAllreduceSparse", "zenSparseAllreduceDense", "zenSparseAllreduceSparseStart",
+                                 "zenSparseAllreduceDenseStart"], f"{what}: calls {names}"
+                for name, ip, vp, op in seen:
+                    assert ip == addr(i) and vp == addr(v), \
+                        f"{what} {name}: C got indices at {ip:#x} and values at {vp:#x}, the caller's are at " \
+                        f"{addr(i):#x} and {addr(v):#x} (a copy was made)"
+                    assert op is None or op == addr(out), f"{what} {name}: out reached C at {op:#x}, not {addr(out):#x}"
+            # The one copy: a strided view is made contiguous before the call (and still summed right).
+            del seen[:]
+            wide = np.repeat(vals.astype(np.float32).reshape(-1, D), 2, axis=1)[:, ::2]
+            assert not wide.flags.c_contiguous
+            got = p.dense(idx, wide)
+            assert np.array_equal(got.astype(np.float64), dense), "strided values"
+            assert seen[0][2] != wide.ctypes.data, "a strided view cannot reach C as it is"
+        finally:
+            lib.call = plain
+
+
 def every_option(ctx):
     n = ctx.n
     idx, vals = rank_input(ctx.rank)
@@ -520,6 +574,7 @@ def lifetime_and_library_search(ctx):
 
 CHECKS = [(f.__name__, f) for f in (
     version, every_scheme_both_index_widths, every_dtype, empty_full_and_zero_size, torch_tensors_in_and_out,
+    inputs_reach_c_without_copies,
     every_option, unknown_option_and_bad_values, nonblocking, split_subcommunicator, report_fields,
     communicator_collectives, loopback_threads, errors_per_result, one_rank_error_reaches_every_rank,
     lifetime_and_library_search)]
