@@ -263,5 +263,5 @@ case ${1:-} in
   status) cmd_status ;;
   drops) cmd_drops ;;
   check) probe; echo "cluster.sh: network namespaces available" ;;
-  *) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
