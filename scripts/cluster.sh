@@ -247,7 +247,7 @@ cmd_drops() {
   n=$(hosts_n)
   for i in $(seq 0 $((n - 1))); do
     for d in "$(ip netns exec "${prefix}-h$i" tc -s qdisc show dev eth0)" "$(ip netns exec "${prefix}-sw" tc -s qdisc show dev "p$i")"; do
-      sum=$(( sum + $(awk '/dropped/ { for (k = 1; k < NF; k++) if ($k == "dropped") { gsub(",", "", $(k + 1)); print $(k + 1); exit } }' <<<"$d") ))
+      sum=$(( sum + $(awk 'match($0, /dropped [0-9]+/) { print substr($0, RSTART + 8, RLENGTH - 8); exit }' <<<"$d") ))
     done
   done
   echo "$sum"
