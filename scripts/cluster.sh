@@ -11,6 +11,7 @@
 #   scripts/cluster.sh link HOST down|up                           take one host's link down / up
 #   scripts/cluster.sh kill HOST                                   SIGKILL every process inside one host
 #   scripts/cluster.sh status                                      what is up
+#   scripts/cluster.sh drops                                       packets dropped so far by every link's tbf (a sum)
 #   scripts/cluster.sh down                                        remove everything (idempotent)
 #   scripts/cluster.sh check                                       exit 0 if a cluster can be built here, 77 if not
 #
@@ -238,6 +239,20 @@ cmd_status() {
   fi
 }
 
+# Packets the tbf qdiscs of every link (hosts' eth0, the switch's ports) have dropped since `up`: a
+# port queue that overflowed (incast); TCP then retransmits, after a timeout when the loss is at the end.
+cmd_drops() {
+  [[ -f $state/config ]] || die "drops: no cluster is up"
+  local n i sum=0 d
+  n=$(hosts_n)
+  for i in $(seq 0 $((n - 1))); do
+    for d in "$(ip netns exec "${prefix}-h$i" tc -s qdisc show dev eth0)" "$(ip netns exec "${prefix}-sw" tc -s qdisc show dev "p$i")"; do
+      sum=$(( sum + $(awk 'match($0, /dropped [0-9]+/) { print substr($0, RSTART + 8, RLENGTH - 8); exit }' <<<"$d") ))
+    done
+  done
+  echo "$sum"
+}
+
 case ${1:-} in
   up) shift; cmd_up "$@" ;;
   down) cmd_down; echo "cluster.sh: down" ;;
@@ -246,6 +261,7 @@ case ${1:-} in
   link) shift; cmd_link "$@" ;;
   kill) shift; cmd_kill "$@" ;;
   status) cmd_status ;;
+  drops) cmd_drops ;;
   check) probe; echo "cluster.sh: network namespaces available" ;;
-  *) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -85,6 +85,7 @@ SchemeOptions scheme_options(const Config& cfg) {
   SchemeOptions o;
   o.seed = cfg.seed;
   o.threads = cfg.cpu_threads;
+  o.phase_cpu_time = cfg.phase_cpu;
   o.block_size = cfg.block_size;
   o.sparcml_dense_switch = cfg.sparcml_switch;
   o.autotune.explore_within = cfg.auto_explore;
@@ -161,6 +162,9 @@ int parse_options(int argc, char** argv, Config& cfg) {
       ->check(CLI::Range(int64_t{1}, int64_t{86400000}))
       ->capture_default_str();
   app.add_flag("--explain", cfg.explain, "print what scheme auto chose and why (every decision)");
+  app.add_flag("--phase-cpu", cfg.phase_cpu,
+               "measure each phase's CPU time (thread CPU clocks of the caller and the plan's pool; a few system calls per "
+               "phase) and print per phase: wall time, CPU time and bytes over the ranks (also in the JSON)");
   app.add_option("--auto-explore", cfg.auto_explore,
                  "auto: measure the candidates predicted within this factor of the best (<= 1: model only)");
   app.add_option("--auto-budget", cfg.auto_budget,

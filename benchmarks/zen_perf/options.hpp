@@ -30,6 +30,7 @@ struct Config {
   uint32_t block_size = 256;
   double sparcml_switch = 0.0;
   bool explain = false;
+  bool phase_cpu = false;  // --phase-cpu: per-phase CPU time (SchemeOptions::phase_cpu_time) in the report
   double auto_explore = zen::SchemeOptions::Auto{}.explore_within, auto_budget = zen::SchemeOptions::Auto{}.explore_budget;
   double auto_gbps = 25.0, auto_alpha_us = 20.0;
   std::string auto_cpu = "default";  // auto's CPU terms per scheme: default, none, or scheme=VALUE_S/DENSE_S,...

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include "zen/error.hpp"
@@ -53,6 +54,35 @@ Aggregates aggregate(Communicator& comm, uint64_t sent, uint64_t recv, uint64_t 
     a.pull = std::max(a.pull, x.pull);
   }
   return a;
+}
+
+// Every rank's phases side by side (a collective: every rank calls it once per row). Empty when the
+// ranks' phase lists differ in length or names.
+std::vector<PhaseAcross> phases_over_ranks(Communicator& comm, const std::vector<PhaseReport>& mine) {
+  const auto counts = comm.allgather_value(static_cast<uint64_t>(mine.size()));
+  for (uint64_t c : counts)
+    if (c != counts[0]) return {};
+  struct Rec {
+    double wall, cpu;
+    uint64_t bytes;
+    uint64_t name_hash;
+  };
+  std::vector<PhaseAcross> out(static_cast<size_t>(counts[0]));
+  bool same = true;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const PhaseReport& p = mine[i];
+    const auto all = comm.allgather_value(Rec{p.seconds, p.cpu_seconds, std::max(p.sent, p.recv), std::hash<std::string>{}(p.name)});
+    out[i].name = p.name;
+    for (const auto& x : all) {
+      same = same && x.name_hash == all[0].name_hash;
+      out[i].wall_max = std::max(out[i].wall_max, x.wall);
+      out[i].cpu_max = std::max(out[i].cpu_max, x.cpu);
+      out[i].cpu_sum += x.cpu;
+      out[i].bytes_max = std::max(out[i].bytes_max, x.bytes);
+    }
+  }
+  if (!same) out.clear();
+  return out;
 }
 
 void fill_bw(Row& row, int n) {
@@ -159,6 +189,22 @@ void print_row(const Row& r, const char* type, bool explain) {
                 r.scheme.c_str(), static_cast<unsigned long long>(in_s), static_cast<unsigned long long>(in_r),
                 static_cast<unsigned long long>(x_s), static_cast<unsigned long long>(x_r));
   }
+  // Per-phase CPU time (--phase-cpu): one line per phase, the slowest rank's wall time beside the CPU
+  // time of the busiest rank and of all ranks together (the cores they share must supply the latter).
+  double cpu_all = 0;
+  for (const auto& p : r.phases_ranks) cpu_all += p.cpu_sum;
+  if (cpu_all > 0) {
+    std::printf("#   %s per phase (mean per call; wall: slowest rank; cpu: busiest rank / all ranks; bytes: busiest rank's max(sent, recv))\n",
+                r.scheme.c_str());
+    double wall = 0, cpu_max = 0;
+    for (const auto& p : r.phases_ranks) {
+      std::printf("#     %-10s wall %9.3f ms  cpu %9.3f ms / %9.3f ms  bytes %llu\n", p.name.c_str(), p.wall_max * 1e3, p.cpu_max * 1e3,
+                  p.cpu_sum * 1e3, static_cast<unsigned long long>(p.bytes_max));
+      wall += p.wall_max;
+      cpu_max += p.cpu_max;
+    }
+    std::printf("#     %-10s wall %9.3f ms  cpu %9.3f ms / %9.3f ms\n", "(sum)", wall * 1e3, cpu_max * 1e3, cpu_all * 1e3);
+  }
   if (explain)
     for (const auto& d : r.decisions) std::printf("#   %s\n", d.c_str());
   std::fflush(stdout);
@@ -188,6 +234,7 @@ Row finish_runner(Communicator& comm, Runner& rn, uint64_t N, DType dt, double d
   row.bound_eff = agg.bound_eff;
   row.encoding = rn.encoding;
   row.phases = rn.phases;
+  row.phases_ranks = phases_over_ranks(comm, rn.phases);
   row.decisions = rn.decisions;
   row.ran = rn.ran;
   row.decision_calls = rn.decision_calls;
@@ -221,7 +268,14 @@ void finish(Communicator& comm, const Config& cfg, const std::vector<Row>& rows)
               {"encoding", r.encoding}, {"wrong", r.wrong}};
     if (r.bound_eff > 0) x["bound_eff"] = r.bound_eff;
     x["phases_rank0"] = json::array();
-    for (const auto& p : r.phases) x["phases_rank0"].push_back({{"name", p.name}, {"sent", p.sent}, {"recv", p.recv}, {"seconds", p.seconds}});
+    for (const auto& p : r.phases)
+      x["phases_rank0"].push_back({{"name", p.name}, {"sent", p.sent}, {"recv", p.recv}, {"seconds", p.seconds}, {"cpu_seconds", p.cpu_seconds}});
+    if (!r.phases_ranks.empty()) {
+      x["phases_ranks"] = json::array();
+      for (const auto& p : r.phases_ranks)
+        x["phases_ranks"].push_back({{"name", p.name}, {"wall_max_s", p.wall_max}, {"cpu_max_s", p.cpu_max}, {"cpu_sum_s", p.cpu_sum},
+                                     {"bytes_max", p.bytes_max}});
+    }
     if (!r.decisions.empty()) x["decisions"] = r.decisions;
     if (!r.ran.empty()) {
       x["ran"] = json::object();

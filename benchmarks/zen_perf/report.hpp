@@ -12,6 +12,15 @@
 
 namespace zen_perf {
 
+/// One phase over the ranks (when every rank reported the same phases): means over the timed calls.
+struct PhaseAcross {
+  std::string name;
+  double wall_max = 0;        // slowest rank's wall seconds
+  double cpu_max = 0;         // largest rank's CPU seconds (0 without --phase-cpu)
+  double cpu_sum = 0;         // CPU seconds of all ranks together
+  uint64_t bytes_max = 0;     // busiest rank's max(sent, recv), last call
+};
+
 struct Row {
   std::string label;  // trace directory (trace replay)
   uint64_t size = 0, count = 0;
@@ -26,6 +35,7 @@ struct Row {
   double bound_eff = 0;  // bytes sent over the information bound of what was sent, all ranks (0: not known)
   uint64_t wrong = 0;
   std::vector<PhaseReport> phases;  // rank 0: bytes of the last call, seconds averaged over the timed calls
+  std::vector<PhaseAcross> phases_ranks;  // the same phases over all ranks (empty when the ranks' phases differ)
   std::vector<std::string> decisions;            // auto (rank 0): every distinct explanation, in order
   std::vector<std::pair<std::string, uint64_t>> ran;  // auto (rank 0): timed calls per scheme that ran
   uint64_t decision_calls = 0, decision_timed = 0;    // auto: its decision calls, and how many of them were timed

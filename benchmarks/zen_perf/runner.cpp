@@ -99,16 +99,23 @@ void Runner::account() {
   // may choose differently, and the row describes all of them (not the last call's alone).
   if (!rep.encoding.empty() && ("," + encoding + ",").find("," + rep.encoding + ",") == std::string::npos)
     encoding += (encoding.empty() ? "" : ",") + rep.encoding;
-  // Phases: bytes of the last call, seconds averaged over the timed calls.
+  // Phases: bytes of the last call, seconds and CPU seconds averaged over the timed calls.
   if (phases.size() != rep.phases.size()) {
     phases = rep.phases;
     phase_sum.assign(phases.size(), 0.0);
+    phase_cpu_sum.assign(phases.size(), 0.0);
   } else {
     for (size_t i = 0; i < phases.size(); ++i) phases[i].sent = rep.phases[i].sent, phases[i].recv = rep.phases[i].recv;
   }
-  for (size_t i = 0; i < phases.size() && i < phase_sum.size(); ++i) phase_sum[i] += rep.phases[i].seconds;
+  for (size_t i = 0; i < phases.size() && i < phase_sum.size(); ++i) {
+    phase_sum[i] += rep.phases[i].seconds;
+    phase_cpu_sum[i] += rep.phases[i].cpu_seconds;
+  }
   ++calls;
-  for (size_t i = 0; i < phases.size(); ++i) phases[i].seconds = phase_sum[i] / static_cast<double>(calls);
+  for (size_t i = 0; i < phases.size(); ++i) {
+    phases[i].seconds = phase_sum[i] / static_cast<double>(calls);
+    phases[i].cpu_seconds = phase_cpu_sum[i] / static_cast<double>(calls);
+  }
 }
 
 bool Runner::note_decision(double dt, bool timed) {

@@ -47,8 +47,8 @@ struct Runner {
   double bound_sum = 0;  // SyncReport::bound_bytes summed over the timed calls
   double push = 1, pull = 1;
   std::string encoding;
-  std::vector<PhaseReport> phases;  // rank 0's phases: bytes of the last call, mean seconds
-  std::vector<double> phase_sum;
+  std::vector<PhaseReport> phases;  // this rank's phases: bytes of the last call, mean seconds and CPU seconds
+  std::vector<double> phase_sum, phase_cpu_sum;
   std::vector<std::string> decisions;                 // auto: distinct explanations, in order
   std::vector<std::pair<std::string, uint64_t>> ran;  // auto: timed calls per scheme that ran
   // auto's decision calls (src/schemes/auto.cpp): the call that gathers the statistics (phase

@@ -1,6 +1,8 @@
 #include "zen/detail/thread_pool.hpp"
 
+#include <pthread.h>
 #include <sched.h>
+#include <time.h>
 
 #include <algorithm>
 
@@ -35,6 +37,18 @@ ThreadPool::~ThreadPool() {
   }
   cv_work_.notify_all();
   for (auto& w : workers_) w.join();
+}
+
+double ThreadPool::workers_cpu_seconds() const {
+  double s = 0;
+  for (const auto& w : workers_) {
+    clockid_t id;
+    timespec ts{};
+    // std::thread::native_handle is non-const: the handle is only read.
+    if (pthread_getcpuclockid(const_cast<std::thread&>(w).native_handle(), &id) == 0 && clock_gettime(id, &ts) == 0)
+      s += static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  }
+  return s;
 }
 
 void ThreadPool::worker(int id) {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <new>
 #include <stdexcept>
 #include <functional>
@@ -397,8 +398,19 @@ void Request::wait() {
   finish();
 }
 
+namespace {
+// CPU seconds of the calling thread and of the pool's workers (the pool runs a phase's tasks on both).
+double phase_cpu_now(const detail::ThreadPool* pool) {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  const double self = static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  return self + (pool ? pool->workers_cpu_seconds() : 0.0);
+}
+}  // namespace
+
 SparseAllreduce::Phase::Phase(SparseAllreduce& s, const char* name) : s_(s), before_(s.comm_.stats()), t0_(detail::seconds_now()) {
   r_.name = name;
+  if (s_.opt_.phase_cpu_time) cpu0_ = phase_cpu_now(s_.pool_.get());
 }
 
 SparseAllreduce::Phase::~Phase() {
@@ -406,6 +418,8 @@ SparseAllreduce::Phase::~Phase() {
   r_.sent = d.total_sent();
   r_.recv = d.total_recv();
   r_.seconds = detail::seconds_now() - t0_;
+  // A pool made during the phase started its workers' clocks at 0 (cpu0_ did not count them).
+  r_.cpu_seconds = s_.opt_.phase_cpu_time ? std::max(0.0, phase_cpu_now(s_.pool_.get()) - cpu0_) : 0.0;
   s_.report_.sent += r_.sent;
   s_.report_.recv += r_.recv;
   s_.report_.phases.push_back(r_);

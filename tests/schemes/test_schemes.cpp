@@ -3,6 +3,7 @@
 // bytes each rank sends and receives equal the formulas of docs/algorithms.md exactly.
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <mutex>
 #include <tuple>
 
@@ -202,3 +203,97 @@ TEST(SchemeErrors, UnknownSchemeNamesTheKnownOnes) {
 }
 
 }  // namespace
+
+namespace {
+double cpu_clock(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+}  // namespace
+
+// SchemeOptions::phase_cpu_time: every phase's CPU time is filled (0 when off), never above its wall
+// time times the pool's threads, and all phases together account for the call's CPU time: at most
+// the calling thread's CPU time around the call (one thread per rank: nothing else runs for it), and
+// most of it (the work outside the phases, validating the input, is small beside hashing and decoding).
+TEST(SchemeReports, PhaseCpuTimeFilledAndPlausible) {
+  for (int n : {1, 2, 3, 4, 5, 6, 7, 8}) {
+    Case cs;
+    cs.name = "cpu";
+    cs.rows = 200003;
+    cs.D = 8;
+    cs.idx.assign(n, {});
+    cs.val.assign(n, {});
+    test::Rng g(7);
+    for (int r = 0; r < n; ++r)
+      for (int64_t row : test::sample_rows(cs.rows, 0.3, g)) test::add_row(cs, r, row, g);
+    for (const char* scheme : {"balanced", "sparse_ps"}) {
+      for (bool on : {false, true}) {
+        cs.opt.threads = 1;
+        cs.opt.phase_cpu_time = on;
+        std::mutex m;
+        loopback::run(n, [&](Communicator& c) {
+          test::Input in;
+          test::make_input(cs, c.rank(), in);
+          auto s = make_scheme(scheme, c, cs.spec(), cs.opt);
+          SparseTensor out;
+          s->run(in.view, out);  // first call: buffers grow
+          const double t0 = cpu_clock(CLOCK_THREAD_CPUTIME_ID);
+          s->run(in.view, out);
+          const double call_cpu = cpu_clock(CLOCK_THREAD_CPUTIME_ID) - t0;
+          std::lock_guard<std::mutex> lk(m);
+          const std::string where = std::string(scheme) + " n " + std::to_string(n) + " rank " + std::to_string(c.rank());
+          double sum = 0;
+          ASSERT_FALSE(s->report().phases.empty()) << where;
+          for (const auto& ph : s->report().phases) {
+            if (!on) {
+              EXPECT_EQ(ph.cpu_seconds, 0.0) << where << " phase " << ph.name;
+              continue;
+            }
+            EXPECT_GE(ph.cpu_seconds, 0.0) << where << " phase " << ph.name;
+            EXPECT_LE(ph.cpu_seconds, ph.seconds + 1e-4) << where << " phase " << ph.name;  // one thread
+            sum += ph.cpu_seconds;
+          }
+          if (on) {
+            EXPECT_LE(sum, call_cpu + 1e-5) << where;
+            EXPECT_GE(sum, 0.5 * call_cpu) << where << ": the phases miss most of the call's CPU time";
+          }
+        });
+      }
+    }
+  }
+}
+
+// With a pool of two threads the workers' CPU time counts too: on one rank (nothing else of this
+// process runs meanwhile) the phases hold most of the process's CPU time around the call, never more.
+TEST(SchemeReports, PhaseCpuTimeCountsThePoolWorkers) {
+  Case cs;
+  cs.name = "cpu-pool";
+  cs.rows = 1000003;
+  cs.D = 8;
+  cs.idx.assign(1, {});
+  cs.val.assign(1, {});
+  test::Rng g(11);
+  for (int64_t row : test::sample_rows(cs.rows, 0.3, g)) test::add_row(cs, 0, row, g);
+  cs.opt.threads = 2;
+  cs.opt.phase_cpu_time = true;
+  loopback::run(1, [&](Communicator& c) {
+    test::Input in;
+    test::make_input(cs, 0, in);
+    auto s = make_scheme("balanced", c, cs.spec(), cs.opt);
+    SparseTensor out;
+    s->run(in.view, out);
+    const double t0 = cpu_clock(CLOCK_PROCESS_CPUTIME_ID), s0 = cpu_clock(CLOCK_THREAD_CPUTIME_ID);
+    s->run(in.view, out);
+    const double proc = cpu_clock(CLOCK_PROCESS_CPUTIME_ID) - t0, self = cpu_clock(CLOCK_THREAD_CPUTIME_ID) - s0;
+    double sum = 0;
+    for (const auto& ph : s->report().phases) {
+      EXPECT_LE(ph.cpu_seconds, 2 * ph.seconds + 1e-4) << ph.name;  // two threads at most
+      sum += ph.cpu_seconds;
+    }
+    EXPECT_LE(sum, proc + 1e-5);
+    EXPECT_GE(sum, 0.75 * proc) << "the phases miss most of the process's CPU time (the workers'?)";
+    // Record what the workers added (the caller's own share is `self`): printed for the reader.
+    std::printf("phase cpu %.3f ms, process %.3f ms, calling thread %.3f ms\n", sum * 1e3, proc * 1e3, self * 1e3);
+  });
+}

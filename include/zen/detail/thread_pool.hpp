@@ -37,6 +37,10 @@ class ThreadPool {
 
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
+  /// CPU seconds the workers (not the caller) have run so far, summed (their thread CPU clocks; a
+  /// system call per worker: for reports that ask for it, not for the data path).
+  double workers_cpu_seconds() const;
+
   /// Run f(task) for task in [0, ntasks) (ntasks is clamped to [1, threads()]); the caller runs
   /// task 0. Returns when every task has finished; rethrows the lowest failing task's exception.
   template <typename F>

@@ -72,6 +72,9 @@ struct SchemeOptions {
   double serial_fraction = 0.1;             ///< r2 = fraction * r1
   int threads = 0;                          ///< CPU threads of the plan's pool (0 = cores / ranks on the node)
   bool validate = true;                     ///< check index ranges on input
+  /// Report each phase's CPU time (PhaseReport::cpu_seconds). Off by default: reading a thread's CPU
+  /// clock is a system call (a few per phase: about 4 us each on a virtual machine), too dear for small calls.
+  bool phase_cpu_time = false;
   double sparcml_dense_switch = 0.0;        ///< density where SparCML switches to dense (0 = byte break-even)
   uint32_t block_size = 256;                ///< OmniReduce block size (elements)
   /// hierarchical_sparse: ranks per node, consecutive ranks forming a node (0: the communicator's
@@ -114,6 +117,9 @@ struct PhaseReport {
   uint64_t sent = 0;
   uint64_t recv = 0;
   double seconds = 0;
+  /// CPU seconds of the phase: the calling thread's plus the plan's pool workers' (thread CPU clocks,
+  /// user and system time), when SchemeOptions::phase_cpu_time asks for it; 0 otherwise.
+  double cpu_seconds = 0;
 };
 
 struct SyncReport {
@@ -254,6 +260,7 @@ class SparseAllreduce : public Plan {
     PhaseReport r_;
     TrafficStats before_;
     double t0_;
+    double cpu0_ = 0;  // CPU seconds at the start (phase_cpu_time only)
   };
 
   /// Wait until no non-blocking call of this plan is pending (wait_pending(); no-op on the call-queue
