@@ -23,6 +23,27 @@ int part_of(uint64_t x, uint64_t total, int n) {
   return static_cast<int>(rem + (x - rem * (q + 1)) / q);
 }
 
+/// The distinct rows of the samples (of `which` ranks; all when null), ascending. Auto's samples
+/// come sorted (its statistics sort each rank's rows): merged in linear passes then, else sorted.
+std::vector<int64_t> sorted_union(const std::vector<std::vector<int64_t>>& sample, const std::vector<int>* which) {
+  std::vector<int64_t> u;
+  bool sorted = true;
+  auto add = [&](const std::vector<int64_t>& s) {
+    const auto mid = static_cast<std::ptrdiff_t>(u.size());
+    u.insert(u.end(), s.begin(), s.end());
+    sorted = sorted && std::is_sorted(s.begin(), s.end());
+    if (sorted) std::inplace_merge(u.begin(), u.begin() + mid, u.end());
+  };
+  if (which) {
+    for (int q : *which) add(sample[static_cast<size_t>(q)]);
+  } else {
+    for (const auto& s : sample) add(s);
+  }
+  if (!sorted) std::sort(u.begin(), u.end());
+  u.erase(std::unique(u.begin(), u.end()), u.end());
+  return u;
+}
+
 uint64_t scaled(uint64_t count, uint64_t stride, uint64_t cap) { return std::min(cap, count * stride); }
 
 /// Split `total` over parts in proportion to `weights` (largest remainder), so the parts add up.
@@ -130,10 +151,7 @@ Counts estimate_from_sample(const Problem& p, const std::vector<std::vector<int6
   const Partitioner part = Partitioner::make(R, static_cast<uint32_t>(n), p.opt.seed);
 
   // Union of the sample and, per row, the ranks holding it.
-  std::vector<int64_t> uni;
-  for (const auto& s : sample) uni.insert(uni.end(), s.begin(), s.end());
-  std::sort(uni.begin(), uni.end());
-  uni.erase(std::unique(uni.begin(), uni.end()), uni.end());
+  std::vector<int64_t> uni = sorted_union(sample, nullptr);
   c.K = scaled(uni.size(), stride, R);
 
   // Per-owner loads: sample proportions of each rank's k (h0 owners, key ranges); union per owner.
@@ -184,10 +202,7 @@ Counts estimate_from_sample(const Problem& p, const std::vector<std::vector<int6
       if (members.size() == 1) {
         v = k[static_cast<size_t>(members[0])];
       } else {
-        std::vector<int64_t> u;
-        for (int q : members) u.insert(u.end(), sample[static_cast<size_t>(q)].begin(), sample[static_cast<size_t>(q)].end());
-        std::sort(u.begin(), u.end());
-        v = static_cast<uint64_t>(std::unique(u.begin(), u.end()) - u.begin());
+        v = members.size() == un ? uni.size() : sorted_union(sample, &members).size();
         v = scaled(v, stride, R);
         for (int q : members) v = std::max(v, k[static_cast<size_t>(q)]);  // a union holds each member
       }
@@ -207,7 +222,7 @@ Counts estimate_from_sample(const Problem& p, const std::vector<std::vector<int6
       std::vector<uint64_t> b;
       b.reserve(rows.size());
       for (int64_t x : rows) b.push_back(static_cast<uint64_t>(x) / BR);
-      std::sort(b.begin(), b.end());
+      if (!std::is_sorted(b.begin(), b.end())) std::sort(b.begin(), b.end());
       b.erase(std::unique(b.begin(), b.end()), b.end());
       return b;
     };
@@ -354,6 +369,11 @@ size_t explore_count(const std::vector<double>& seconds, const ExploreLimits& l)
     ++m;
   }
   return m;
+}
+
+bool dominated(const Prediction& b, const Prediction& a) {
+  return b.max_bytes >= a.max_bytes && b.host_bytes >= a.host_bytes && b.node_bytes >= a.node_bytes &&
+         b.latency_s >= a.latency_s && b.rows >= a.rows && b.compute_s >= a.compute_s && b.seconds >= a.seconds;
 }
 
 int explore_drop_round(const ExploreLimits& l) { return l.trials > 1 ? 1 : 0; }

@@ -97,6 +97,34 @@ TEST(Auto, NearZeroOverlapAtTinyDensityIsNotBalanced) {
   }
 }
 
+// n = 2: sparcml moves allgather's bytes and touches more rows (model::dominated), so auto, with its
+// default exploration limits, does not measure it: the first call decides (no trial calls).
+TEST(Auto, DominatedCandidatesAreNotMeasured) {
+  test::Case c;
+  c.name = "half-shared";
+  c.rows = uint64_t{1} << 18;
+  c.idx.resize(2);
+  c.val.resize(2);
+  test::Rng g(11);
+  for (int r = 0; r < 2; ++r)
+    for (uint64_t i = 0; i < 2600; ++i)  // rows 0..1299 shared, the rest private
+      test::add_row(c, r, static_cast<int64_t>(i < 1300 ? i * 97 : (static_cast<uint64_t>(r) + 2) * 60000 + i * 7), g);
+  const SchemeOptions opt;  // default limits: explore_within 1.5, budget 1 call
+  std::vector<std::string> decision(2);
+  loopback::run(2, [&](Communicator& comm) {
+    test::Input in;
+    test::make_input(c, comm.rank(), in);
+    auto s = make_scheme("auto", comm, c.spec(), opt);
+    SparseTensor out;
+    s->run(in.view, out);
+    decision[static_cast<size_t>(comm.rank())] = s->report().decision;
+  });
+  EXPECT_EQ(decision[0], decision[1]);
+  EXPECT_EQ(decision[0].rfind("auto chose allgather (first call): lowest predicted time (", 0), 0u) << decision[0];
+  EXPECT_NE(decision[0].find("dominated by it"), std::string::npos) << decision[0];
+  EXPECT_NE(decision[0].find("sparcml"), std::string::npos) << decision[0];  // it was a candidate
+}
+
 TEST(Auto, HighDensityFallsBackToDense) {
   for (int n : {2, 4, 7})
     for (bool sparse_out : {true, false}) {

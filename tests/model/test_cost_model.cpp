@@ -42,6 +42,11 @@ std::vector<std::vector<int64_t>> sample_of(const std::vector<std::vector<int64_
   return s;
 }
 
+/// n ranks, R rows of width D, f32, sparse output, default options.
+model::Problem problem(int n, uint64_t R, uint32_t D) {
+  return model::Problem::of(TensorSpec{R * D, D, DType::F32}, n, SchemeOptions{}, true);
+}
+
 TEST(CostModel, SampleEstimatesTheExactBytesClosely) {
   for (int n : {3, 8})
     for (double priv : {0.1, 0.6, 1.0}) {
@@ -145,6 +150,36 @@ TEST(CostModel, BadRequestsAreClearErrors) {
   EXPECT_THROW(model::traffic("omnireduce", p, est), Error);  // needs the exact block sets
 }
 
+// Auto's statistics hand estimate_from_sample each rank's rows sorted (merged then, not sorted again):
+// the counts are the same as from the same rows in any order, at stride 1 (exact, omnireduce's block
+// sets included) and on a sample, for n = 1..8.
+TEST(CostModel, SortedAndShuffledSamplesGiveTheSameCounts) {
+  test::Rng g(31);
+  for (int n = 1; n <= 8; ++n)
+    for (uint64_t stride : {uint64_t{1}, uint64_t{3}}) {
+      const model::Problem p = problem(n, uint64_t{1} << 16, 1);
+      std::vector<uint64_t> k;
+      const auto sorted = sample_of(workload(n, uint64_t{1} << 16, 700, 0.4, 5 + static_cast<uint64_t>(n)), stride, p.opt.seed, k);
+      auto shuffled = sorted;
+      for (auto& s : shuffled)
+        for (size_t i = s.size(); i > 1; --i) std::swap(s[i - 1], s[g.below(i)]);
+      const model::Counts a = model::estimate_from_sample(p, sorted, k, stride);
+      const model::Counts b = model::estimate_from_sample(p, shuffled, k, stride);
+      EXPECT_EQ(a.K, b.K) << "n " << n << " stride " << stride;
+      EXPECT_EQ(a.bal_K, b.bal_K);
+      EXPECT_EQ(a.ps_K, b.ps_K);
+      EXPECT_EQ(a.sc_state, b.sc_state) << "n " << n << " stride " << stride;
+      EXPECT_EQ(a.om_V_rows, b.om_V_rows);
+      EXPECT_EQ(a.om_rows, b.om_rows);
+      if (stride == 1) {  // exact: the union is the union
+        std::vector<int64_t> u;
+        for (const auto& s : sorted) u.insert(u.end(), s.begin(), s.end());
+        std::sort(u.begin(), u.end());
+        EXPECT_EQ(a.K, static_cast<uint64_t>(std::unique(u.begin(), u.end()) - u.begin()));
+      }
+    }
+}
+
 // ---- auto's exploration (model::explore_count / explore_drops / exploration_mean): decision logic on
 // given predictions and per-call times, no timing of real calls.
 
@@ -185,6 +220,36 @@ TEST(AutoExplore, TwentyCallMeanWithinTenPercentOfTheBest) {
     ASSERT_LE(mean, 1.10 * best) << "trial " << trial << ": " << m << " candidates, mean " << mean << " best " << best;
   }
   EXPECT_GT(worst, 1.0);
+}
+
+// A candidate the model's best dominates (as many bytes, latency and rows or more) is never measured:
+// with one cost per row for every scheme nothing the model knows could make it faster (n = 2:
+// sparcml moves allgather's bytes and touches more rows). A candidate with fewer bytes, or fewer
+// rows, or less latency is not dominated.
+TEST(AutoExplore, DominatedCandidateIsNotMeasured) {
+  model::Prediction a;
+  a.max_bytes = 1000, a.rows = 100, a.latency_s = 2e-5, a.comm_s = 3e-4, a.seconds = 3.2e-4;
+  model::Prediction b = a;
+  EXPECT_TRUE(model::dominated(b, a));  // equal: measuring cannot tell them apart in the model
+  b.rows = 133;
+  EXPECT_TRUE(model::dominated(b, a));
+  b.max_bytes = 999;  // fewer bytes: may be faster where bytes cost more than rows
+  EXPECT_FALSE(model::dominated(b, a));
+  b = a, b.rows = 99;
+  EXPECT_FALSE(model::dominated(b, a));
+  b = a, b.latency_s = 1e-5;
+  EXPECT_FALSE(model::dominated(b, a));
+  b = a, b.host_bytes = 0, a.host_bytes = 10;
+  EXPECT_FALSE(model::dominated(b, a));
+  // n = 2, disjoint-ish rows: allgather and sparcml are predicted alike, sparcml touches more rows
+  const model::Problem p = problem(2, uint64_t{1} << 18, 1);
+  const model::Counts c = model::count_exact(p, workload(2, uint64_t{1} << 18, 2600, 0.5, 3));
+  const model::Link link = model::Link::of(SchemeOptions{}.autotune);
+  const model::Prediction ag = model::predict("allgather", p, c, link), sc = model::predict("sparcml", p, c, link);
+  EXPECT_DOUBLE_EQ(sc.seconds, ag.seconds);
+  EXPECT_GT(sc.rows, ag.rows);
+  EXPECT_TRUE(model::dominated(sc, ag));
+  EXPECT_FALSE(model::dominated(ag, sc));
 }
 
 // Issue 31's case (16M values, d = 60 %, n = 4, shared memory): the link-only model predicted

@@ -144,6 +144,12 @@ struct ExploreLimits {
   double budget = 1.0;
   static ExploreLimits of(const SchemeOptions::Auto& a);
 };
+/// Whether the model leaves `b` no way to beat `a`: b moves at least as many bytes (per rank, through
+/// a node's link and inside a node), pays at least the latency, touches at least as many rows and is
+/// predicted no faster. Auto never measures a candidate dominated by the model's best one: with the
+/// same cost per row for every scheme (no CPU term sets them apart) measuring it can only cost time
+/// (at n = 2 sparcml moves allgather's bytes and touches more rows; docs/cost-model.md, "Exploration").
+bool dominated(const Prediction& b, const Prediction& a);
 /// `seconds`: the candidates' predicted times, ascending. How many of the first ones auto measures
 /// (1 or 0: none, the model's choice stands).
 size_t explore_count(const std::vector<double>& seconds, const ExploreLimits& l);
