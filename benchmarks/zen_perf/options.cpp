@@ -55,8 +55,14 @@ std::vector<std::string> split_schemes(const std::string& s, bool mpi) {
     }
     p = q + 1;
   }
-  for (const auto& x : out) {
+  for (const auto& full : out) {
     const auto& names = scheme_names();
+    // NAME#TAG: one more instance of NAME, timed beside it (the same code twice in one run: the
+    // spread between the two is the run's noise).
+    const std::string x = full.substr(0, full.find('#'));
+    if (x != full)
+      ZEN_ENFORCE(full.size() > x.size() + 1 && x != "auto" && x != "all",
+                  "--scheme " + full + ": NAME#TAG needs a fixed scheme or raw baseline and a tag (auto and all have none)");
     if (is_raw(x)) {
       ZEN_ENFORCE(mpi, "--scheme " + x + " calls MPI directly: run zen_perf under mpirun (not --threads)");
       continue;
@@ -137,7 +143,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--scheme", cfg.schemes,
                  "all, or a comma list of: balanced,dense,dense_native,allgather,sparcml,omnireduce,sparse_ps,auto, hier_<scheme> (the "
                  "hierarchical mode, nodes from --node-size), and (under mpirun) the raw MPI baselines "
-                 "mpi_allreduce,mpi_allgatherv");
+                 "mpi_allreduce,mpi_allgatherv; NAME#TAG times one more instance of NAME beside it (its noise)");
   app.add_option("--pull", cfg.pull, "balanced/sparse_ps pull encoding: auto, coo, bitmap or ef (Elias-Fano)");
   app.add_option("--push", cfg.push, "balanced/sparse_ps push encoding: auto, coo, bitmap or ef (Elias-Fano); "
                                      "--scheme balanced:PUSH/PULL times one variant beside the others");

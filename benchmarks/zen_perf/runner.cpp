@@ -141,7 +141,8 @@ std::vector<Runner> make_runners(Communicator& comm, const std::vector<std::stri
   std::vector<Runner> out;
   std::shared_ptr<NodeGroups> nodes;
   const uint64_t bytes = spec.dense_len * dtype_size(spec.dtype);
-  for (const auto& name : names) {
+  for (const auto& shown : names) {
+    const std::string name = shown.substr(0, shown.find('#'));  // NAME#TAG: another instance of NAME
     if (from_all && dense_cost(name) && bytes > (uint64_t{4} << 30)) {
       if (comm.rank() == 0)
         std::printf("# %s skipped: it needs N-value buffers (%.1f GiB); name it in --scheme to run it anyway\n",
@@ -149,7 +150,7 @@ std::vector<Runner> make_runners(Communicator& comm, const std::vector<std::stri
       continue;
     }
     Runner rn;
-    rn.name = name;
+    rn.name = shown;
     if (is_raw(name)) {
 #ifdef ZEN_HAVE_MPI
       rn.raw = make_raw(name);
