@@ -144,7 +144,7 @@ void print_header(const Config& cfg, int n, const char* backend, double gamma, b
                           .c_str(),
               iters, cfg.warmup, cfg.check, cfg.output.c_str(), cfg.pull.c_str(), cfg.push.c_str());
   std::printf("# size: dense bytes; time_us: median over iterations of the max over ranks (min_us/max_us: fastest and\n"
-              "# slowest iteration); each iteration calls every scheme once in turn; algbw = size / time and busbw =\n"
+              "# slowest iteration); each iteration calls every scheme once, in an order of its own; algbw = size / time and busbw =\n"
               "# algbw * 2(n-1)/n are dense-equivalent rates (comparable with all_reduce_perf); sent_B/recv_B: most bytes\n"
               "# any rank sent/received per call; mean_us: mean over iterations of the max over ranks (a 20-call cost with\n"
               "# -n 20 -w 0 --auto-settle 0, auto's decision calls included); imbalance: max/mean load over owners (push or pull, the larger);\n"

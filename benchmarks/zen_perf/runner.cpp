@@ -3,6 +3,8 @@
 #include "runner.hpp"
 
 #include <algorithm>
+#include <numeric>
+#include <random>
 #include <chrono>
 #include <cstdio>
 
@@ -203,6 +205,7 @@ void time_runners(Communicator& comm, const std::vector<Group>& groups, bool den
   constexpr uint64_t kMaxSettleCalls = 1000;  // auto explores at most max_explore x trials calls
   // Still deciding, or auto not called yet (-w 0: its first call gathers the statistics).
   auto undecided = [](const Runner& rn) { return rn.deciding || (rn.name == "auto" && rn.decision_calls == 0); };
+  std::vector<size_t> order;  // this round's order of a group's runners
   for (int k = 0; k < warmup + iters; ++k) {
     if (settle && k == warmup)
       for (const Group& g : groups)
@@ -215,7 +218,15 @@ void time_runners(Communicator& comm, const std::vector<Group>& groups, bool den
           }
     for (const Group& g : groups) {
       const SparseView& in = (*g.views)[static_cast<size_t>(k) % g.views->size()];
-      for (auto& rn : *g.runners) {
+      // Each round in its own order (a permutation seeded by the round: the same on every rank): a
+      // call's time depends on what ran just before it (a scheme right after omnireduce, dense and
+      // dense_native finds the caches cold), so a fixed order would always hand the same schemes
+      // the same disadvantage (docs/benchmarks.md).
+      order.resize(g.runners->size());
+      std::iota(order.begin(), order.end(), size_t{0});
+      std::shuffle(order.begin(), order.end(), std::mt19937_64(0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(k)));
+      for (size_t j : order) {
+        Runner& rn = (*g.runners)[j];
         const double dt = timed_call(comm, rn, in, dense_out);
         rn.note_decision(dt, k >= warmup);
         if (k < warmup) continue;

@@ -256,7 +256,10 @@ Counts count_exact(const Problem& p, const std::vector<std::vector<int64_t>>& ro
     distinct[r].erase(std::unique(distinct[r].begin(), distinct[r].end()), distinct[r].end());
     k[r] = distinct[r].size();
   }
-  return estimate_from_sample(p, distinct, k, 1);
+  Counts c = estimate_from_sample(p, distinct, k, 1);
+  c.entries.resize(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) c.entries[r] = rows[r].size();
+  return c;
 }
 
 uint64_t Traffic::max_sent() const { return sent.empty() ? 0 : *std::max_element(sent.begin(), sent.end()); }

@@ -1,6 +1,9 @@
 // AGsparse baseline (PyTorch-Gloo sparse allreduce, Horovod IndexedSlices): allgather of the
 // per-rank entry counts, allgatherv of every rank's coalesced COO (wire index width from N/D),
-// then every rank sums all n contributions locally (rank order, one rounding).
+// then every rank sums all n contributions locally (rank order, one rounding). A dense f32/f64
+// result needs no unique rows (the scatter-add sums duplicates in order), so there each rank sends its
+// entries as given, unsorted and with duplicates, as the hand-written allgatherv + scatter-add does:
+// no coalescing pass; its bytes count entries, not distinct rows (Counts::entries).
 // See docs/algorithms.md, "allgather". A plan: its workspace only grows, so steady-state calls
 // allocate nothing.
 #include <algorithm>
@@ -48,8 +51,10 @@ class Allgather : public plan::Typed<Allgather, Workspace> {
     const uint64_t R = spec_.dense_len / spec_.row_width;
     const size_t D = spec_.row_width, vs = sizeof(T), rb = D * vs, isz = index_size(wire_);
     report_.encoding = "coo";
-    const plan::Coalesced loc = w.co.run(in, spec_, false, &tp);
-    const uint64_t mine = loc.k;
+    // Dense f32/f64 result: the entries as given (see the top of the file); else coalesced.
+    const bool as_given = !sparse_out && std::is_same_v<A, T>;
+    const plan::Coalesced loc = as_given ? plan::Coalesced{} : w.co.run(in, spec_, false, &tp);
+    const uint64_t mine = as_given ? in.nnz : loc.k;
     w.counts.resize(un);
     {
       Phase ph(*this, "counts");
@@ -70,8 +75,16 @@ class Allgather : public plan::Typed<Allgather, Workspace> {
     {
       // Encode in place: this rank's block of the gather buffer.
       uint8_t* msg = all + w.displ[me];
-      for (size_t i = 0; i < mine; ++i) wire::store_key(msg, i, isz, static_cast<uint64_t>(loc.keys[i]));
-      if (mine) std::memcpy(msg + mine * isz, loc.rows, mine * rb);
+      if (as_given) {  // the range check (the plans check rows even without validation) in the same pass
+        for (size_t i = 0; i < mine; ++i) {
+          const int64_t x = in.index_at(i);
+          plan::check_index(x, i, R);
+          wire::store_key(msg, i, isz, static_cast<uint64_t>(x));
+        }
+      } else {
+        for (size_t i = 0; i < mine; ++i) wire::store_key(msg, i, isz, static_cast<uint64_t>(loc.keys[i]));
+      }
+      if (mine) std::memcpy(msg + mine * isz, as_given ? in.values : static_cast<const void*>(loc.rows), mine * rb);
     }
     {
       Phase ph(*this, "allgatherv");
@@ -217,27 +230,34 @@ class Allgather : public plan::Typed<Allgather, Workspace> {
   IndexType wire_;
 };
 
+/// Entries rank r sends: as given for a dense f32/f64 result (duplicates included), else its distinct rows.
+uint64_t sent_rows(const model::Problem& p, const model::Counts& c, size_t r) {
+  const bool as_given = !p.sparse_out && (p.dtype == DType::F32 || p.dtype == DType::F64);
+  return as_given ? c.entries_of(r) : c.k[r];
+}
+
 void allgather_traffic(model::TrafficBuilder& b) {
   const auto& c = b.c;
   const size_t un = b.un;
   b.t.encoding = "coo";
   const uint64_t e = model::key_width(b.R) + b.D * b.vs;
+  std::vector<uint64_t> k(un);
   uint64_t tot = 0;
-  for (uint64_t x : c.k) tot += x;
+  for (size_t r = 0; r < un; ++r) tot += k[r] = sent_rows(b.p, c, r);
   model::PhaseTraffic& cn = b.phase("counts", b.lg, b.lg);
   model::PhaseTraffic& ag = b.phase("allgatherv", b.one, b.nm1);
   b.phase("reduce", 0, 0);
   for (size_t r = 0; r < un; ++r) {
     cn.sent[r] = cn.recv[r] = 8 * (un - 1);
-    ag.sent[r] = (un - 1) * c.k[r] * e;
-    ag.recv[r] = (tot - c.k[r]) * e;
+    ag.sent[r] = (un - 1) * k[r] * e;
+    ag.recv[r] = (tot - k[r]) * e;
   }
 }
 
-double allgather_work(const model::Problem&, const model::Counts& c, size_t r) {
+double allgather_work(const model::Problem& p, const model::Counts& c, size_t r) {
   uint64_t tot = 0;
-  for (uint64_t x : c.k) tot += x;
-  return static_cast<double>(c.k[r] + tot);
+  for (size_t q = 0; q < c.k.size(); ++q) tot += sent_rows(p, c, q);
+  return static_cast<double>(sent_rows(p, c, r) + tot);
 }
 
 }  // namespace

@@ -191,6 +191,8 @@ class Auto : public SparseAllreduce {
         sample[r].assign(all.begin() + static_cast<std::ptrdiff_t>(displ[r] / 8),
                          all.begin() + static_cast<std::ptrdiff_t>((displ[r] + bytes[r]) / 8));
       counts = model::estimate_from_sample(prob, sample, k, stride);
+      counts.entries.resize(un);
+      for (size_t r = 0; r < un; ++r) counts.entries[r] = recs[r].nnz;
     }
     const model::Link link = model::Link::of(a);
     std::vector<model::Prediction> pred;

@@ -35,6 +35,10 @@ struct Problem {
 /// The sizes the byte formulas need. Vectors are indexed [rank] or [rank][owner].
 struct Counts {
   std::vector<uint64_t> k;                      ///< distinct rows per rank
+  /// Entries per rank as given, duplicates counted (what allgather's dense-output path sends); empty
+  /// = k (no duplicates).
+  std::vector<uint64_t> entries;
+  uint64_t entries_of(size_t r) const { return entries.empty() ? k[r] : entries[r]; }
   uint64_t K = 0;                               ///< rows in the union of all ranks
   std::vector<std::vector<uint64_t>> bal_push;  ///< [r][i]: rows of rank r owned by h0 owner i
   std::vector<uint64_t> bal_K;                  ///< [i]: union rows owned by h0 owner i
