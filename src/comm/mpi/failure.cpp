@@ -274,19 +274,23 @@ std::vector<int> MpiComm::presence_check() {
 // timeout (T + the presence check's T/2) and then closes too. A bound of one timeout freed the
 // communicator before such a peer's messages arrived; Open MPI later crashed (mca_pml_ob1_add_comm)
 // creating a communicator that reused the context id (tests/capi/test_capi_mpi.cpp, n = 3, T = 1 s).
+// Below MULTIPLE each sweep runs inside the gate and the wait between sweeps outside it (~MpiComm).
 void MpiComm::close_control_channels() {
   if (size_ == 1) return;
+  const Gated gated{serial_};  // each sweep inside the gate, the wait between sweeps outside it
   auto bufs = std::make_unique<std::pair<AbortHeader, Diag>>(AbortHeader{nonce_, rank_, kClosing, 0, 0},
                                                              Diag{nonce_, ~uint64_t{0}});
   std::vector<MPI_Request> sends;
   sends.reserve(static_cast<size_t>(2 * size_));
-  for (int p = 0; p < size_; ++p) {
-    if (p == rank_) continue;
-    sends.emplace_back();
-    MPI_Isend(&bufs->first, sizeof(AbortHeader), MPI_BYTE, p, kAbortTag, comm_, &sends.back());
-    sends.emplace_back();
-    MPI_Isend(&bufs->second, sizeof(Diag), MPI_BYTE, p, kDiagTag, comm_, &sends.back());
-  }
+  gated([&] {
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) continue;
+      sends.emplace_back();
+      MPI_Isend(&bufs->first, sizeof(AbortHeader), MPI_BYTE, p, kAbortTag, comm_, &sends.back());
+      sends.emplace_back();
+      MPI_Isend(&bufs->second, sizeof(Diag), MPI_BYTE, p, kDiagTag, comm_, &sends.back());
+    }
+  });
   std::vector<uint8_t> seen(static_cast<size_t>(size_) * 2, 0), sink(sizeof(AbortHeader) + kAbortBytes);
   int left = 2 * (size_ - 1);
   for (int p = 0; p < size_; ++p)  // peers whose "closing" an operation already consumed
@@ -294,10 +298,8 @@ void MpiComm::close_control_channels() {
       seen[static_cast<size_t>(p) * 2] = 1;
       --left;
     }
-  const auto bound = std::min(std::max(2 * timeout_, Ms(1000)), Ms(10000));
-  const auto until = std::chrono::steady_clock::now() + bound;
-  while (left > 0 && std::chrono::steady_clock::now() < until) {
-    if (serial_) SerialGate::get().run_posted();
+  // One sweep: consume what arrived on both control tags, count the peers' "closing".
+  auto sweep = [&] {
     bool got = false;
     for (int k = 0; k < 2; ++k) {
       const int tag = k == 0 ? kAbortTag : kDiagTag;
@@ -327,10 +329,17 @@ void MpiComm::close_control_channels() {
         --left;
       }
     }
-    if (!got && oversubscribed_) sched_yield();
+    return got;
+  };
+  const auto bound = std::min(std::max(2 * timeout_, Ms(1000)), Ms(10000));
+  const auto until = std::chrono::steady_clock::now() + bound;
+  while (left > 0 && std::chrono::steady_clock::now() < until) {
+    bool got = false;
+    gated([&] { got = sweep(); });
+    if (!got && (serial_ || oversubscribed_)) sched_yield();
   }
   int done = 0;
-  MPI_Testall(static_cast<int>(sends.size()), sends.data(), &done, MPI_STATUSES_IGNORE);
+  gated([&] { MPI_Testall(static_cast<int>(sends.size()), sends.data(), &done, MPI_STATUSES_IGNORE); });
   if (!done) {  // small eager sends: practically never; then their buffers stay alive
     (void)bufs.release();
     for (auto& r : sends)

@@ -78,7 +78,11 @@ size_t allreduce_piece_bytes(bool multi_host);
 //    to that thread, which sends it from its wait loop (each sweep) or when it leaves the gate. An
 //    abort that waited would wait for an operation that itself waits for a peer whose abort waits the
 //    same way (rank 0 holds the gate in communicator 1, rank 1 in communicator 2), until a timeout;
-//  - destruction waits for the gate (for another thread's operation, bounded by its timeout).
+//  - a destruction, like a setup, makes each MPI call inside the gate and waits for its peers'
+//    "closing" outside it: one that held the gate while it waited kept this rank's other thread from
+//    destroying the communicator a peer was waiting on, whose gate was held the same way (each rank's
+//    destruction then ran out its bound and freed its communicator with messages still to come,
+//    after which Open MPI's next communicator creation stalled).
 // The same thread may enter again (a sub-communicator's operation runs its parent's). Under MULTIPLE
 // the gate is unused.
 class SerialGate {
@@ -99,6 +103,17 @@ class SerialGate {
   int depth_ = 0;
   std::vector<std::function<void()>> posted_;
   std::atomic<bool> has_posted_{false};
+};
+
+// Runs a callable inside the gate when `on` (SerialGate::call: never waits for another thread's
+// operation, only for its next sweep), else directly.
+struct Gated {
+  bool on;
+  template <typename F>
+  void operator()(F&& f) const {
+    if (on) SerialGate::get().call(std::function<void()>(std::forward<F>(f)));
+    else f();
+  }
 };
 
 // Where the buffers of an operation live (decides how a failure is made memory-safe).

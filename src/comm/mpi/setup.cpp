@@ -207,17 +207,6 @@ void SerialGate::run_all(std::vector<std::function<void()>>& todo) noexcept {
 
 namespace {
 
-// Runs a callable inside the gate when `on` (SerialGate::call: never waits for another thread's
-// operation), else directly.
-struct Gated {
-  bool on;
-  template <typename F>
-  void operator()(F&& f) const {
-    if (on) SerialGate::get().call(std::function<void()>(std::forward<F>(f)));
-    else f();
-  }
-};
-
 std::string serial_gate_message(int level) {
   return std::string("another thread is inside an MPI call of zen (a communicator used by another thread right "
                      "now) and MPI was initialized with ") +
@@ -325,6 +314,10 @@ void MpiComm::check_async_support() const {
                   "MPI_THREAD_SERIALIZED (MPI_THREAD_MULTIPLE if the caller itself calls MPI while one is pending)");
 }
 
+// Below MULTIPLE every MPI call here enters the gate alone and every wait for the peers is made
+// outside it (SerialGate), as in a setup: a destruction that held the gate while it waited for its
+// peers' "closing" kept another thread of this rank from destroying the communicator a peer waited
+// on, whose own gate was held the same way (tests/reliability/test_concurrency_mpi.cpp, Crossed).
 MpiComm::~MpiComm() {
   finish_calls();  // non-blocking calls still queued run (or fail) before the backend goes
   int finalized = 0;
@@ -333,58 +326,57 @@ MpiComm::~MpiComm() {
     leak_everything();
     return;
   }
-  if (serial_) {
-    SerialGate::get().enter();  // waits for another thread's operation to end
-    SerialGate::get().run_posted();  // an abort of this communicator handed over meanwhile goes first
-  }
-  struct Leave {
-    bool on;
-    ~Leave() {
-      if (on) SerialGate::get().leave();
-    }
-  } leave{serial_};
+  const Gated gated{serial_};
   // Buffered sends: give them the timeout to complete, as a later call would.
+  bool sending = !pending_.empty();
   if (!failed()) {
     const auto deadline = std::chrono::steady_clock::now() + timeout_;
-    while (!pending_.empty() && std::chrono::steady_clock::now() < deadline) {
-      progress_sends();
-      if (serial_) SerialGate::get().run_posted();
-      if (oversubscribed_) sched_yield();
+    while (sending && std::chrono::steady_clock::now() < deadline) {
+      gated([&] {
+        progress_sends();
+        sending = !pending_.empty();
+      });
+      if (sending && (serial_ || oversubscribed_)) sched_yield();
     }
   }
-  progress_sends();
-  if (abort_rq_ != MPI_REQUEST_NULL) {
-    MPI_Cancel(&abort_rq_);
-    int flag = 0, cancelled = 0;
-    MPI_Status st;
-    for (int i = 0; i < 1000 && !flag; ++i) MPI_Test(&abort_rq_, &flag, &st);
-    if (!flag) {
-      orphans_.push_back(abort_rq_);
-    } else if (MPI_Test_cancelled(&st, &cancelled) == MPI_SUCCESS && !cancelled) {
-      // The receive matched a message before the cancel: a peer's "closing" (counted as such by
-      // close_control_channels, which would otherwise wait for it to its bound) or a stale one.
-      AbortHeader h{};
-      std::memcpy(&h, abort_in_.data(), sizeof h);
-      if (h.nonce == nonce_ && h.missing == kClosing && h.rank >= 0 && h.rank < size_) closed_[static_cast<size_t>(h.rank)] = 1;
+  bool outstanding = false;
+  gated([&] {
+    progress_sends();
+    if (abort_rq_ != MPI_REQUEST_NULL) {
+      MPI_Cancel(&abort_rq_);
+      int flag = 0, cancelled = 0;
+      MPI_Status st;
+      for (int i = 0; i < 1000 && !flag; ++i) MPI_Test(&abort_rq_, &flag, &st);
+      if (!flag) {
+        orphans_.push_back(abort_rq_);
+      } else if (MPI_Test_cancelled(&st, &cancelled) == MPI_SUCCESS && !cancelled) {
+        // The receive matched a message before the cancel: a peer's "closing" (counted as such by
+        // close_control_channels, which would otherwise wait for it to its bound) or a stale one.
+        AbortHeader h{};
+        std::memcpy(&h, abort_in_.data(), sizeof h);
+        if (h.nonce == nonce_ && h.missing == kClosing && h.rank >= 0 && h.rank < size_) closed_[static_cast<size_t>(h.rank)] = 1;
+      }
+      abort_rq_ = MPI_REQUEST_NULL;
     }
-    abort_rq_ = MPI_REQUEST_NULL;
-  }
-  bool outstanding = !pending_.empty();
-  for (auto& r : orphans_) {
-    int flag = 0;
-    if (r != MPI_REQUEST_NULL) MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
-    outstanding = outstanding || !flag;
-  }
+    outstanding = !pending_.empty();
+    for (auto& r : orphans_) {
+      int flag = 0;
+      if (r != MPI_REQUEST_NULL) MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+      outstanding = outstanding || !flag;
+    }
+  });
   // MPI still holds requests on our buffers (or on failed plans' workspaces): keep all of that
   // memory alive for the rest of the process rather than let MPI write into freed memory. The
   // communicator itself is still freed (MPI defers its deallocation until those requests end), so
   // every rank frees it alike and later communicator creations agree on context ids.
   if (outstanding) leak_everything();
   close_control_channels();
-  if (!outstanding)
-    for (auto& op : ops16_)
-      if (op != MPI_OP_NULL) MPI_Op_free(&op);
-  MPI_Comm_free(&comm_);
+  gated([&] {
+    if (!outstanding)
+      for (auto& op : ops16_)
+        if (op != MPI_OP_NULL) MPI_Op_free(&op);
+    MPI_Comm_free(&comm_);
+  });
 }
 
 // Threads: below MPI_THREAD_MULTIPLE an operation runs only if no other thread is inside zen's MPI
