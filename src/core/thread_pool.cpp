@@ -39,14 +39,18 @@ ThreadPool::~ThreadPool() {
   for (auto& w : workers_) w.join();
 }
 
+double clock_seconds(clockid_t id) {
+  timespec ts{};
+  if (clock_gettime(id, &ts) != 0) return 0.0;
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 double ThreadPool::workers_cpu_seconds() const {
   double s = 0;
   for (const auto& w : workers_) {
     clockid_t id;
-    timespec ts{};
     // std::thread::native_handle is non-const: the handle is only read.
-    if (pthread_getcpuclockid(const_cast<std::thread&>(w).native_handle(), &id) == 0 && clock_gettime(id, &ts) == 0)
-      s += static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+    if (pthread_getcpuclockid(const_cast<std::thread&>(w).native_handle(), &id) == 0) s += clock_seconds(id);
   }
   return s;
 }

@@ -32,6 +32,11 @@ struct Workspace {
 using wire::load_as;
 using wire::store_as;
 
+/// Which of a rank's entries travel (the run and the cost model both ask this): for a dense f32/f64
+/// result the entries as given (duplicates included; the sum is exact in the result's own type),
+/// else its distinct rows (f16/bf16 sum in f32 before one rounding, a sparse result must be coalesced).
+bool sends_as_given(bool sparse_out, DType t) { return !sparse_out && (t == DType::F32 || t == DType::F64); }
+
 class Allgather : public plan::Typed<Allgather, Workspace> {
  public:
   Allgather(Communicator& c, const TensorSpec& s, const SchemeOptions& o)
@@ -52,7 +57,8 @@ class Allgather : public plan::Typed<Allgather, Workspace> {
     const size_t D = spec_.row_width, vs = sizeof(T), rb = D * vs, isz = index_size(wire_);
     report_.encoding = "coo";
     // Dense f32/f64 result: the entries as given (see the top of the file); else coalesced.
-    const bool as_given = !sparse_out && std::is_same_v<A, T>;
+    const bool as_given = sends_as_given(sparse_out != nullptr, spec_.dtype);
+    static_assert(!(std::is_same_v<T, float> || std::is_same_v<T, double>) || std::is_same_v<A, T>);
     const plan::Coalesced loc = as_given ? plan::Coalesced{} : w.co.run(in, spec_, false, &tp);
     const uint64_t mine = as_given ? in.nnz : loc.k;
     w.counts.resize(un);
@@ -230,10 +236,9 @@ class Allgather : public plan::Typed<Allgather, Workspace> {
   IndexType wire_;
 };
 
-/// Entries rank r sends: as given for a dense f32/f64 result (duplicates included), else its distinct rows.
+/// Entries rank r sends (sends_as_given).
 uint64_t sent_rows(const model::Problem& p, const model::Counts& c, size_t r) {
-  const bool as_given = !p.sparse_out && (p.dtype == DType::F32 || p.dtype == DType::F64);
-  return as_given ? c.entries_of(r) : c.k[r];
+  return sends_as_given(p.sparse_out, p.dtype) ? c.entries_of(r) : c.k[r];
 }
 
 void allgather_traffic(model::TrafficBuilder& b) {

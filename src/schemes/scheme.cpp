@@ -401,10 +401,7 @@ void Request::wait() {
 namespace {
 // CPU seconds of the calling thread and of the pool's workers (the pool runs a phase's tasks on both).
 double phase_cpu_now(const detail::ThreadPool* pool) {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  const double self = static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-  return self + (pool ? pool->workers_cpu_seconds() : 0.0);
+  return detail::clock_seconds(CLOCK_THREAD_CPUTIME_ID) + (pool ? pool->workers_cpu_seconds() : 0.0);
 }
 }  // namespace
 

@@ -19,7 +19,12 @@
 #include <type_traits>
 #include <vector>
 
+#include <time.h>
+
 namespace zen::detail {
+
+/// Seconds on a POSIX clock (e.g. CLOCK_THREAD_CPUTIME_ID, or a thread's pthread_getcpuclockid); 0 if unreadable.
+double clock_seconds(clockid_t id);
 
 /// Cores in this process's affinity mask (sched_getaffinity), at least 1.
 int affinity_cores();
