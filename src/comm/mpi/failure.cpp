@@ -274,10 +274,10 @@ std::vector<int> MpiComm::presence_check() {
 // timeout (T + the presence check's T/2) and then closes too. A bound of one timeout freed the
 // communicator before such a peer's messages arrived; Open MPI later crashed (mca_pml_ob1_add_comm)
 // creating a communicator that reused the context id (tests/capi/test_capi_mpi.cpp, n = 3, T = 1 s).
-// Below MULTIPLE each sweep runs inside the gate and the wait between sweeps outside it (~MpiComm).
+// Below MULTIPLE each sweep runs inside the gate and the wait between sweeps outside it (SerialGate).
 void MpiComm::close_control_channels() {
   if (size_ == 1) return;
-  const Gated gated{serial_};  // each sweep inside the gate, the wait between sweeps outside it
+  const Gated gated{serial_};
   auto bufs = std::make_unique<std::pair<AbortHeader, Diag>>(AbortHeader{nonce_, rank_, kClosing, 0, 0},
                                                              Diag{nonce_, ~uint64_t{0}});
   std::vector<MPI_Request> sends;

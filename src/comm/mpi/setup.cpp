@@ -314,10 +314,8 @@ void MpiComm::check_async_support() const {
                   "MPI_THREAD_SERIALIZED (MPI_THREAD_MULTIPLE if the caller itself calls MPI while one is pending)");
 }
 
-// Below MULTIPLE every MPI call here enters the gate alone and every wait for the peers is made
-// outside it (SerialGate), as in a setup: a destruction that held the gate while it waited for its
-// peers' "closing" kept another thread of this rank from destroying the communicator a peer waited
-// on, whose own gate was held the same way (tests/reliability/test_concurrency_mpi.cpp, Crossed).
+// Below MULTIPLE each MPI call enters the gate alone and the waits for peers are made outside it
+// (SerialGate, "a destruction"; tests/reliability/test_concurrency_mpi.cpp, Crossed).
 MpiComm::~MpiComm() {
   finish_calls();  // non-blocking calls still queued run (or fail) before the backend goes
   int finalized = 0;
