@@ -96,24 +96,39 @@ SchemeOptions scheme_options(const Config& cfg) {
   o.sparcml_dense_switch = cfg.sparcml_switch;
   o.autotune.explore_within = cfg.auto_explore;
   o.autotune.explore_budget = cfg.auto_budget;
-  if (cfg.auto_cpu != "default") {  // none, or scheme=VALUE_S/DENSE_S,...
+  if (cfg.auto_cpu != "default") {  // none, or scheme=VALUE_S/DENSE_S[/ROW_S],...
     o.autotune.cpu.clear();
     for (size_t p = 0; cfg.auto_cpu != "none" && p < cfg.auto_cpu.size();) {
       size_t q = cfg.auto_cpu.find(',', p);
       if (q == std::string::npos) q = cfg.auto_cpu.size();
       const std::string item = cfg.auto_cpu.substr(p, q - p);
-      const size_t eq = item.find('='), slash = item.find('/');
-      const std::string bad = "--auto-cpu: '" + item + "' is not scheme=VALUE_S/DENSE_S (seconds per value touched / per dense value)";
-      ZEN_ENFORCE(eq != std::string::npos && eq > 0 && slash != std::string::npos && slash > eq, bad);
+      const size_t eq = item.find('=');
+      const std::string bad = "--auto-cpu: '" + item +
+                              "' is not scheme=VALUE_S/DENSE_S[/ROW_S] (seconds per value touched / per dense value / per row touched)";
+      ZEN_ENFORCE(eq != std::string::npos && eq > 0, bad);
+      std::vector<double> secs;
+      for (size_t a = eq + 1;;) {  // every field a whole number, nothing left over
+        const size_t b = std::min(item.find('/', a), item.size());
+        const std::string f = item.substr(a, b - a);
+        size_t used = 0;
+        double v = 0;
+        try {
+          v = std::stod(f, &used);
+        } catch (const std::exception&) {
+          ZEN_THROW(Result::InvalidArgument, bad);
+        }
+        ZEN_ENFORCE(used == f.size() && !f.empty(), bad);
+        ZEN_ENFORCE(v >= 0, bad + ": seconds must be >= 0");
+        secs.push_back(v);
+        if (b == item.size()) break;
+        a = b + 1;
+      }
+      ZEN_ENFORCE(secs.size() == 2 || secs.size() == 3, bad);
       SchemeOptions::Auto::CpuTerm t;
       t.scheme = item.substr(0, eq);
-      try {
-        t.value_s = std::stod(item.substr(eq + 1, slash - eq - 1));
-        t.dense_s = std::stod(item.substr(slash + 1));
-      } catch (const std::exception&) {
-        ZEN_THROW(Result::InvalidArgument, bad);
-      }
-      ZEN_ENFORCE(t.value_s >= 0 && t.dense_s >= 0, bad + ": seconds must be >= 0");
+      t.value_s = secs[0];
+      t.dense_s = secs[1];
+      t.row_s = secs.size() == 3 ? secs[2] : 0.0;
       o.autotune.cpu.push_back(t);
       p = q + 1;
     }
@@ -177,7 +192,8 @@ int parse_options(int argc, char** argv, Config& cfg) {
                  "auto: measure only while the predicted extra time of the trial calls is within this many calls of the best");
   app.add_option("--auto-cpu", cfg.auto_cpu,
                  "auto: the model's CPU terms per scheme: default (this machine's calibration), none, or "
-                 "scheme=VALUE_S/DENSE_S,... (seconds per value touched / per dense value; scripts/calibrate_auto.sh prints them)");
+                 "scheme=VALUE_S/DENSE_S[/ROW_S],... (seconds per value touched / per dense value / per row touched; "
+                 "scripts/calibrate_auto.sh prints them)");
   app.add_option("--auto-gbps", cfg.auto_gbps, "auto: model bandwidth per rank in Gb/s");
   app.add_option("--auto-alpha-us", cfg.auto_alpha_us, "auto: model latency per message round in microseconds");
   app.add_option("--auto-every", cfg.auto_every, "auto: calls between re-evaluations (0 = never)");

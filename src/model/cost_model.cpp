@@ -344,10 +344,16 @@ Prediction predict(const std::string& scheme, const Problem& p, const Counts& c,
   return pr;
 }
 
+uint64_t dense_values(const std::string& scheme, const Problem& p) {
+  const detail::SchemeRow* row = detail::find_scheme(scheme);
+  ZEN_ENFORCE(row, "cost model: unknown scheme '" + scheme + "'");
+  return !p.sparse_out || row->has(detail::kDense) ? p.N() : 0;
+}
+
 double Link::cpu_s(const std::string& scheme, double rows, const Problem& p) const {
   double s = 0;
   for (const auto& t : cpu)
-    if (t.scheme == scheme) s += t.value_s * rows * p.D + t.dense_s * static_cast<double>(p.N());
+    if (t.scheme == scheme) s += t.value_s * rows * p.D + t.row_s * rows + t.dense_s * static_cast<double>(dense_values(scheme, p));
   return s;
 }
 

@@ -345,16 +345,15 @@ class Auto : public SparseAllreduce {
 
 }  // namespace
 
-// This machine's CPU terms per scheme (2 cores, shared memory; scripts/calibrate_auto.sh on 2026-12-03,
-// a rough fit: the machine ran at load average ~11 meanwhile; docs/cost-model.md "CPU terms"): seconds
-// beyond the link's bytes per value touched and per dense value. Another machine passes its own
-// (zen_perf --auto-cpu, SchemeOptions::Auto::cpu).
+// This machine's CPU terms per scheme (2 cores, shared memory; docs/cost-model.md "CPU terms"):
+// `scripts/calibrate_auto.sh` on 2026-12-04 (load average about 2), seconds beyond the link's bytes
+// per value touched, per dense value touched (model::dense_values: never for a sparse scheme with a
+// sparse result) and per row touched. Another machine passes its own (zen_perf --auto-cpu,
+// SchemeOptions::Auto::cpu); `none` is the link-only model.
 std::vector<SchemeOptions::Auto::CpuTerm> SchemeOptions::Auto::default_cpu() {
-  // Link only by default. The rough fit of 2026-12-03 (allgather 0.105, balanced 0.176, sparcml 0.297,
-  // sparse_ps 0.094 ns per dense value, omnireduce 1.42 ns per value touched) charged the sparse
-  // schemes per dense value and omnireduce not at all, so on a huge sparse tensor (N = 2^33 + 7,
-  // zen_perf_huge_trace) auto chose omnireduce, whose N-value workspace cannot be allocated.
-  return {};
+  return {{"allgather", 2.2e-10, 6.84e-11, 4.4e-09},  {"balanced", 4.45e-10, 1.88e-10, 6.62e-09},
+          {"dense_native", 0, 0, 0},                  {"omnireduce", 1.13e-09, 3.22e-09, 4.3e-10},
+          {"sparcml", 7.91e-10, 2.03e-10, 2.04e-08},  {"sparse_ps", 4.42e-11, 2.18e-10, 8.84e-09}};
 }
 
 std::unique_ptr<SparseAllreduce> make_auto(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt) {

@@ -95,6 +95,40 @@ TEST(CostModel, DenseBytesAndTimeFollowTheFormula) {
   EXPECT_NEAR(pr.seconds, 6 * 10e-6 + 6 * 1e-6 + 6000 / 1e9, 1e-12);
 }
 
+// The CPU terms (SchemeOptions::Auto::CpuTerm): per value touched (rows x D), per row touched, and per
+// dense value only where the scheme touches the dense tensor (model::dense_values): a dense result,
+// or a dense scheme. A sparse scheme with a sparse result is never charged for N, so a huge sparse
+// tensor (N = 2^33 + 7, zen_perf_huge_trace) does not make the sparse schemes look slow.
+TEST(CostModel, CpuTermsChargeDenseValuesOnlyWhereTheSchemeTouchesThem) {
+  const uint64_t R = (uint64_t{1} << 33) + 7;
+  for (bool sparse_out : {true, false}) {
+    const model::Problem p = model::Problem::of(TensorSpec{R, 1, DType::F32}, 2, SchemeOptions{}, sparse_out);
+    const model::Counts c = model::count_exact(p, {{0, 5, static_cast<int64_t>(R - 1)}, {5, 9}});
+    EXPECT_EQ(model::dense_values("allgather", p), sparse_out ? 0u : R);
+    EXPECT_EQ(model::dense_values("balanced", p), sparse_out ? 0u : R);
+    EXPECT_EQ(model::dense_values("dense_native", p), R);
+    EXPECT_EQ(model::dense_values("dense", p), R);
+    model::Link link{20e-6, 1e-6, 1e9, 0, {{"allgather", 2e-9, 1e-9, 0}, {"balanced", 0, 0, 3e-9}, {"dense_native", 0, 1e-9, 0}}};
+    const double ag_rows = model::work_rows("allgather", p, c), bal_rows = model::work_rows("balanced", p, c);
+    EXPECT_DOUBLE_EQ(link.cpu_s("allgather", ag_rows, p), 2e-9 * ag_rows + (sparse_out ? 0.0 : 1e-9 * static_cast<double>(R)));
+    EXPECT_DOUBLE_EQ(link.cpu_s("balanced", bal_rows, p), 3e-9 * bal_rows);
+    EXPECT_DOUBLE_EQ(link.cpu_s("dense_native", 1.0, p), 1e-9 * static_cast<double>(R));
+    EXPECT_DOUBLE_EQ(link.cpu_s("sparcml", 10.0, p), 0.0);  // no term: link only
+    const auto ag = model::predict("allgather", p, c, link);
+    EXPECT_DOUBLE_EQ(ag.compute_s, link.cpu_s("allgather", ag.rows, p));
+    EXPECT_DOUBLE_EQ(ag.seconds, ag.comm_s + ag.latency_s + ag.compute_s);
+    // With this machine's default terms the sparse result of a huge tensor is a sparse scheme's
+    // (a few microseconds), never a dense one's (seconds).
+    if (sparse_out) {
+      link.cpu = SchemeOptions{}.autotune.cpu;
+      ASSERT_FALSE(link.cpu.empty());
+      for (const char* s : {"allgather", "balanced", "sparcml", "sparse_ps"})
+        EXPECT_LT(model::predict(s, p, c, link).seconds, 1e-3) << s;
+      EXPECT_GT(model::predict("dense_native", p, c, link).seconds, 1.0);
+    }
+  }
+}
+
 // hierarchical_sparse per node size: a stride-1 sample gives the exact counts' bytes (its node split
 // included), a 1/16 sample comes close, and the node-aware time sees what it saves: each node's link
 // carries the node's union once instead of once per rank (the scheme tests hold the exact bytes
@@ -246,12 +280,19 @@ TEST(AutoExplore, DominatedCandidateIsNotMeasured) {
   // n = 2, disjoint-ish rows: allgather and sparcml are predicted alike, sparcml touches more rows
   const model::Problem p = problem(2, uint64_t{1} << 18, 1);
   const model::Counts c = model::count_exact(p, workload(2, uint64_t{1} << 18, 2600, 0.5, 3));
-  const model::Link link = model::Link::of(SchemeOptions{}.autotune);
+  SchemeOptions::Auto link_only = SchemeOptions{}.autotune;
+  link_only.cpu.clear();
+  const model::Link link = model::Link::of(link_only);
   const model::Prediction ag = model::predict("allgather", p, c, link), sc = model::predict("sparcml", p, c, link);
   EXPECT_DOUBLE_EQ(sc.seconds, ag.seconds);
   EXPECT_GT(sc.rows, ag.rows);
   EXPECT_TRUE(model::dominated(sc, ag));
   EXPECT_FALSE(model::dominated(ag, sc));
+  // With the default CPU terms sparcml's rows cost more than allgather's: still dominated, now slower.
+  const model::Link calibrated = model::Link::of(SchemeOptions{}.autotune);
+  const model::Prediction ag2 = model::predict("allgather", p, c, calibrated), sc2 = model::predict("sparcml", p, c, calibrated);
+  EXPECT_GT(sc2.seconds, ag2.seconds);
+  EXPECT_TRUE(model::dominated(sc2, ag2));
 }
 
 // Issue 31's case (16M values, d = 60 %, n = 4, shared memory): the link-only model predicted

@@ -99,14 +99,20 @@ bool covers(const std::string& scheme);
 /// Throws InvalidArgument for an unknown scheme or Counts that lack what the scheme needs.
 Traffic traffic(const std::string& scheme, const Problem& p, const Counts& c);
 
+/// Values of the dense tensor (N) the scheme writes or reduces whole in one call: N for a dense
+/// result (every scheme zeroes it) and for the dense schemes, 0 for a sparse scheme with a sparse
+/// result, whose buffers never grow with N. What Link::cpu's dense term is charged for.
+uint64_t dense_values(const std::string& scheme, const Problem& p);
+
 /// Link and compute parameters of the time model.
 struct Link {
   double alpha_s = 20e-6;            ///< latency per dependent message round
   double message_s = 1e-6;           ///< overhead per message sent (concurrent messages of one round)
   double bytes_per_s = 25e9 / 8.0;   ///< per-rank bandwidth (each direction)
   double entry_s = 0.0;              ///< compute per row touched by the scheme on the busiest rank
-  /// Compute per scheme on top of entry_s: seconds per value of the rows touched (rows x D) and per
-  /// value of the dense tensor (N); a machine's calibration (docs/cost-model.md, "CPU terms").
+  /// Compute per scheme on top of entry_s: seconds per value of the rows touched (rows x D), per row
+  /// touched and per dense value it touches (dense_values); a machine's calibration
+  /// (docs/cost-model.md, "CPU terms").
   std::vector<SchemeOptions::Auto::CpuTerm> cpu;
   /// The scheme's CPU seconds for `rows` rows touched of a problem (0 when cpu has no term for it).
   double cpu_s(const std::string& scheme, double rows, const Problem& p) const;

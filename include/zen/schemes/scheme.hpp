@@ -100,10 +100,12 @@ struct SchemeOptions {
     double bytes_per_s = 25e9 / 8.0;      ///< model per-rank bandwidth
     double entry_s = 0.0;                 ///< model compute per row touched (every scheme)
     /// Model compute per scheme, on top of entry_s: seconds per value of the rows it touches
-    /// (rows x D) and per value of the dense tensor (N: buffers it zeroes or reduces whole).
+    /// (rows x D), per value of the dense tensor it touches (model::dense_values: buffers it zeroes
+    /// or reduces whole) and per row it touches (sorting, hashing, indexing: the cost that does not
+    /// grow with D).
     struct CpuTerm {
       std::string scheme;
-      double value_s = 0, dense_s = 0;
+      double value_s = 0, dense_s = 0, row_s = 0;
     };
     /// This machine's calibration (scripts/calibrate_auto.sh prints another machine's; docs/cost-model.md).
     std::vector<CpuTerm> cpu = default_cpu();
