@@ -136,6 +136,7 @@ SchemeOptions scheme_options(const Config& cfg) {
   o.autotune.bytes_per_s = cfg.auto_gbps * 1e9 / 8.0;
   o.autotune.alpha_s = cfg.auto_alpha_us * 1e-6;
   o.autotune.reevaluate_every = cfg.auto_every;
+  o.autotune.sample_rows = cfg.auto_sample_rows;
   o.pull = parse_index_encoding(cfg.pull);
   o.push = parse_index_encoding(cfg.push);
   return o;
@@ -197,6 +198,10 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--auto-gbps", cfg.auto_gbps, "auto: model bandwidth per rank in Gb/s");
   app.add_option("--auto-alpha-us", cfg.auto_alpha_us, "auto: model latency per message round in microseconds");
   app.add_option("--auto-every", cfg.auto_every, "auto: calls between re-evaluations (0 = never)");
+  app.add_option("--auto-sample-rows", cfg.auto_sample_rows,
+                 "auto: rows per rank its statistics sample (exact when no rank has more non-zeros; omnireduce is a "
+                 "candidate only then)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--auto-settle", cfg.auto_settle,
                  "auto: after the warm-up rounds, call it untimed until its first decision (statistics, measuring the "
                  "candidates) is over, so that its timed calls are its steady state (0: time those calls too); its "

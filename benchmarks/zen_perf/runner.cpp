@@ -130,7 +130,9 @@ bool Runner::note_decision(double dt, bool timed) {
     decision_s += dt;
     if (timed) ++decision_timed;
   }
-  deciding = rep.decision.rfind("auto exploring", 0) == 0;
+  // Measuring now, or deferred to a later call ("measured after N calls": auto's budget for it grows
+  // with the calls it serves): its decision is not over yet.
+  deciding = rep.decision.rfind("auto exploring", 0) == 0 || rep.decision.find("; measured after ") != std::string::npos;
   return deciding;
 }
 bool dense_cost(const std::string& s) {

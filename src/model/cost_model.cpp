@@ -365,20 +365,23 @@ ExploreLimits ExploreLimits::of(const SchemeOptions::Auto& a) {
   return ExploreLimits{a.explore_within, a.max_explore, a.trials, a.explore_budget};
 }
 
-size_t explore_count(const std::vector<double>& seconds, const ExploreLimits& l) {
+size_t explore_count(const std::vector<double>& seconds, const ExploreLimits& l, const std::vector<double>& first_extra) {
   if (seconds.empty() || l.within <= 1.0) return seconds.empty() ? 0 : 1;
+  ZEN_ENFORCE(first_extra.empty() || first_extra.size() == seconds.size(), "explore_count: one first-call extra per candidate");
   const double best = seconds.front();
   double extra = 0;  // predicted time of the trial calls beyond the best's, in seconds
   size_t m = 1;
   for (size_t i = 1; i < seconds.size() && static_cast<int>(m) < l.max_explore; ++i) {
     if (seconds[i] > l.within * best) break;
-    const double more = extra + static_cast<double>(l.trials) * (seconds[i] - best);
+    const double more = extra + static_cast<double>(l.trials) * (seconds[i] - best) + (first_extra.empty() ? 0.0 : first_extra[i]);
     if (more > l.budget * best) break;
     extra = more;
     ++m;
   }
   return m;
 }
+
+double first_call_extra(const Prediction& p, double cold_calls) { return std::max(0.0, cold_calls) * p.compute_s; }
 
 bool dominated(const Prediction& b, const Prediction& a) {
   return b.max_bytes >= a.max_bytes && b.host_bytes >= a.host_bytes && b.node_bytes >= a.node_bytes &&

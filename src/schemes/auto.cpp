@@ -3,16 +3,20 @@
 //
 // A decision (first call, then every `reevaluate_every` calls, or when the size every rank learns
 // in a call moves by more than `drift`) runs in the call itself:
-//  1. statistics ("auto_stats"): each rank coalesces a copy of its rows; an allgather of (nnz,
-//     distinct rows) fixes the sample stride s = ceil(max_r k_r / sample_rows); each rank keeps the
-//     rows x with sample_hash(x) % s == 0 (all of them when s = 1: the statistics are then exact)
-//     and an allgatherv gives every rank every sample. All ranks then hold identical numbers.
+//  1. statistics ("auto_stats"): an allgather of the ranks' nnz fixes the sample stride
+//     s = ceil(max_r nnz_r / sample_rows); each rank keeps the rows x with sample_hash(x) % s == 0
+//     (all of them when s = 1: the statistics are then exact) in one pass and sorts only those; an
+//     allgather of (distinct rows, exact or estimated from the sample, sample size) and an allgatherv
+//     of the samples give every rank the same numbers.
 //  2. model: predicted time of every candidate (alpha-beta on the model's bytes). Dense fallback:
 //     when every sparse candidate moves more bytes than a dense allreduce, run dense_native.
 //  3. measurement (model::explore_count): the candidates the best one does not dominate
 //     (model::dominated: as many bytes, latency and rows or more) predicted within `explore_within` of
-//     the best, while the predicted extra time of their trial calls stays within `explore_budget`
-//     calls of the best, run real calls in rounds (one call each per round, interleaved; one
+//     the best, while the predicted extra time of their trial calls (and of the first call of a
+//     candidate not run yet: `cold_calls` x its CPU time) stays within `explore_budget` calls of the
+//     best plus `explore_share` of a call per call since the last decision (so the first decision
+//     measures only what is cheap to try, and a re-evaluation spends at most that share of the calls
+//     it follows), run real calls in rounds (one call each per round, interleaved; one
 //     allgather of the round's times after it); after the first warm round the ones slower than
 //     explore_within x the fastest are dropped; after `trials` rounds (or one left) the chosen
 //     scheme is the one whose slowest rank was fastest in the warm rounds (ties: model order).
@@ -104,6 +108,9 @@ class Auto : public SparseAllreduce {
       if (opt_.autotune.reevaluate_every > 0 && calls_ >= static_cast<uint64_t>(opt_.autotune.reevaluate_every)) {
         need_decision_ = true;
         reason_ = "periodic (" + std::to_string(calls_) + " calls)";
+      } else if (measure_at_ > 0 && calls_ >= measure_at_) {
+        need_decision_ = true;
+        reason_ = "deferred measurement (" + std::to_string(calls_) + " calls)";
       }
     }
     report_.scheme = run_name;
@@ -135,6 +142,7 @@ class Auto : public SparseAllreduce {
     const auto& a = opt_.autotune;
     const int n = comm_.size();
     const auto un = static_cast<size_t>(n);
+    const uint64_t since = calls_;  // calls since the last decision (0 at the first)
     model::Problem prob = model::Problem::of(spec_, n, opt_, sparse);
     // Ranks sharing nodes, several nodes: the model's time becomes node-aware (a node's ranks share
     // its link) and the rows that need nodes (kNodes) become candidates; otherwise neither.
@@ -145,11 +153,20 @@ class Auto : public SparseAllreduce {
     uint64_t stride = 1;
     {
       Phase ph(*this, "auto_stats");
-      rows_.resize(in.nnz);
-      bool increasing = true;  // sorted and unique already (a coalesced gradient): no sort
+      // The stride from the largest input (nnz >= distinct rows), so that no rank copies or sorts
+      // more than about sample_rows of its rows: one pass keeps the sampled ones (sample_hash(x) %
+      // stride == 0: a row is in every rank's sample or in none), then only they are sorted.
+      const auto nnzs = comm_.allgather_value(static_cast<uint64_t>(in.nnz));
+      const uint64_t nmax = *std::max_element(nnzs.begin(), nnzs.end());
+      stride = std::max<uint64_t>(1, (nmax + a.sample_rows - 1) / a.sample_rows);
+      rows_.clear();
+      bool increasing = true;  // the whole input sorted and unique (a coalesced gradient): k = nnz
+      int64_t prev = -1;
       for (size_t i = 0; i < in.nnz; ++i) {
-        rows_[i] = in.index_at(i);
-        increasing = increasing && (i == 0 || rows_[i] > rows_[i - 1]);
+        const int64_t x = in.index_at(i);
+        increasing = increasing && x > prev;
+        prev = x;
+        if (stride == 1 || model::sample_hash(static_cast<uint64_t>(x), opt_.seed) % stride == 0) rows_.push_back(x);
       }
       if (!increasing) {  // radix sort (rows < R): a third of std::sort's time on 40k rows
         sort_tmp_.resize(rows_.size());
@@ -158,41 +175,32 @@ class Auto : public SparseAllreduce {
                                detail::bits_for(std::max<uint64_t>(prob.rows, 1)));
         rows_.erase(std::unique(rows_.begin(), rows_.end()), rows_.end());
       }
+      // Distinct rows: exact when the input is coalesced or wholly in the sample, else the sample's
+      // distinct rows x stride (a hash sample: unbiased), within [sample, nnz].
+      const uint64_t mine_k = increasing    ? in.nnz
+                              : stride == 1 ? rows_.size()
+                                            : std::min<uint64_t>(in.nnz, rows_.size() * stride);
       struct Rec {
-        uint64_t nnz, k;
+        uint64_t k, sampled;
       };
-      const auto recs = comm_.allgather_value(Rec{in.nnz, rows_.size()});
+      const auto recs = comm_.allgather_value(Rec{mine_k, rows_.size()});
       std::vector<uint64_t> k(un);
-      uint64_t kmax = 0;
-      for (size_t r = 0; r < un; ++r) {
-        k[r] = recs[r].k;
-        kmax = std::max(kmax, k[r]);
-      }
-      stride = std::max<uint64_t>(1, (kmax + a.sample_rows - 1) / a.sample_rows);
-      std::vector<int64_t> mine;
-      if (stride == 1) {
-        mine = rows_;
-      } else {
-        for (int64_t x : rows_)
-          if (model::sample_hash(static_cast<uint64_t>(x), opt_.seed) % stride == 0) mine.push_back(x);
-      }
-      const auto cnt = comm_.allgather_value(static_cast<uint64_t>(mine.size()));
       std::vector<size_t> bytes(un), displ(un);
       size_t tot = 0;
       for (size_t r = 0; r < un; ++r) {
-        bytes[r] = cnt[r] * sizeof(int64_t);
+        k[r] = recs[r].k;
+        bytes[r] = recs[r].sampled * sizeof(int64_t);
         displ[r] = tot;
         tot += bytes[r];
       }
       std::vector<int64_t> all(tot / sizeof(int64_t));
-      comm_.allgatherv(mine.data(), bytes[static_cast<size_t>(comm_.rank())], all.data(), bytes.data(), displ.data());
+      comm_.allgatherv(rows_.data(), bytes[static_cast<size_t>(comm_.rank())], all.data(), bytes.data(), displ.data());
       std::vector<std::vector<int64_t>> sample(un);
       for (size_t r = 0; r < un; ++r)
         sample[r].assign(all.begin() + static_cast<std::ptrdiff_t>(displ[r] / 8),
                          all.begin() + static_cast<std::ptrdiff_t>((displ[r] + bytes[r]) / 8));
       counts = model::estimate_from_sample(prob, sample, k, stride);
-      counts.entries.resize(un);
-      for (size_t r = 0; r < un; ++r) counts.entries[r] = recs[r].nnz;
+      counts.entries.assign(nnzs.begin(), nnzs.end());
     }
     const model::Link link = model::Link::of(a);
     std::vector<model::Prediction> pred;
@@ -231,6 +239,7 @@ class Auto : public SparseAllreduce {
     trials_.clear();
     next_trial_ = 0;
     calls_ = 0;
+    measure_at_ = 0;
     agreed_ = 0;
     need_decision_ = false;
     const std::string cause = reason_.empty() ? "first call" : reason_;
@@ -245,14 +254,41 @@ class Auto : public SparseAllreduce {
     std::vector<const model::Prediction*> open{&pred.front()};
     for (size_t i = 1; i < pred.size(); ++i)
       if (!model::dominated(pred[i], pred.front())) open.push_back(&pred[i]);
-    std::vector<double> secs;
-    for (const auto* p : open) secs.push_back(p->seconds);
-    const size_t m = model::explore_count(secs, model::ExploreLimits::of(a));
+    // The budget: explore_budget calls of the best, plus explore_share of a call per call since the
+    // last decision; a candidate not run yet also pays its first call (model::first_call_extra).
+    std::vector<double> secs, first;
+    for (const auto* p : open) {
+      secs.push_back(p->seconds);
+      first.push_back(schemes_.count(p->scheme) ? 0.0 : model::first_call_extra(*p, a.cold_calls));
+    }
+    model::ExploreLimits lim = model::ExploreLimits::of(a);
+    lim.budget += std::max(0.0, a.explore_share) * static_cast<double>(since);
+    const size_t m = model::explore_count(secs, lim, first);
     if (m <= 1 || n == 1) {
+      size_t close = 0;  // the ones measuring would have considered, kept out by the budget
+      for (size_t i = 1; i < secs.size() && static_cast<int>(i) < a.max_explore; ++i)
+        close += secs[i] <= a.explore_within * secs.front() ? 1 : 0;
+      std::ostringstream b;
+      if (close > 0 && n > 1) {
+        b << " (" << close << " within " << a.explore_within << "x not measured yet: their trials and first calls would cost more than "
+          << lim.budget << " calls of it";
+        // The budget grows by explore_share calls per call: the call from which the closest one is
+        // affordable (a function of agreed numbers: every rank defers to the same call).
+        const double need = static_cast<double>(a.trials) * (secs[1] - secs[0]) + first[1];
+        if (a.explore_share > 0 && secs[0] > 0) {
+          const double calls = std::ceil((need / secs[0] - a.explore_budget) / a.explore_share);
+          if (calls < 1e12) {
+            measure_at_ = std::max<uint64_t>(1, static_cast<uint64_t>(std::max(0.0, calls)));
+            if (a.reevaluate_every <= 0 || measure_at_ < static_cast<uint64_t>(a.reevaluate_every))
+              b << "; measured after " << measure_at_ << " calls";
+          }
+        }
+        b << ")";
+      }
       chosen_ = pred.front().scheme;
       why_ = "auto chose " + chosen_ + " (" + cause + "): lowest predicted time" +
-             (open.size() < pred.size() ? " (" + std::to_string(pred.size() - open.size()) + " dominated by it)" : "") + "; " +
-             why.str();
+             (open.size() < pred.size() ? " (" + std::to_string(pred.size() - open.size()) + " dominated by it)" : "") + b.str() +
+             "; " + why.str();
       return;
     }
     // Round 0 measures all m (cold); end_round() drops the far-off ones and plans the next rounds.
@@ -341,19 +377,20 @@ class Auto : public SparseAllreduce {
   size_t next_trial_ = 0;
   int round_ = 0;
   uint64_t calls_ = 0, agreed_ = 0;
+  uint64_t measure_at_ = 0;  // calls after which the deferred measurement re-decides (0: none)
 };
 
 }  // namespace
 
 // This machine's CPU terms per scheme (2 cores, shared memory; docs/cost-model.md "CPU terms"):
-// `scripts/calibrate_auto.sh` on 2026-12-04 (load average about 2), seconds beyond the link's bytes
+// `scripts/calibrate_auto.sh` on 2026-12-04 (n = 2 and 4, load average about 2), seconds beyond the link's bytes
 // per value touched, per dense value touched (model::dense_values: never for a sparse scheme with a
 // sparse result) and per row touched. Another machine passes its own (zen_perf --auto-cpu,
 // SchemeOptions::Auto::cpu); `none` is the link-only model.
 std::vector<SchemeOptions::Auto::CpuTerm> SchemeOptions::Auto::default_cpu() {
-  return {{"allgather", 2.2e-10, 6.84e-11, 4.4e-09},  {"balanced", 4.45e-10, 1.88e-10, 6.62e-09},
-          {"dense_native", 0, 0, 0},                  {"omnireduce", 1.13e-09, 3.22e-09, 4.3e-10},
-          {"sparcml", 7.91e-10, 2.03e-10, 2.04e-08},  {"sparse_ps", 4.42e-11, 2.18e-10, 8.84e-09}};
+  return {{"allgather", 3.76e-10, 8.31e-11, 6.17e-09},  {"balanced", 5.97e-10, 2.14e-10, 8.54e-09},
+          {"dense_native", 0, 0, 0},                    {"omnireduce", 1.49e-09, 6.06e-10, 1.79e-09},
+          {"sparcml", 1.08e-09, 1.87e-10, 2.4e-08},     {"sparse_ps", 0, 2.28e-10, 1.02e-08}};
 }
 
 std::unique_ptr<SparseAllreduce> make_auto(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt) {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -123,6 +124,59 @@ TEST(Auto, DominatedCandidatesAreNotMeasured) {
   EXPECT_EQ(decision[0].rfind("auto chose allgather (first call): lowest predicted time (", 0), 0u) << decision[0];
   EXPECT_NE(decision[0].find("dominated by it"), std::string::npos) << decision[0];
   EXPECT_NE(decision[0].find("sparcml"), std::string::npos) << decision[0];  // it was a candidate
+}
+
+// Measuring a candidate auto has not run costs its first call (cold_calls x its CPU time) besides
+// the trials: two close candidates (CPU terms of 1 us per row make them 1.0-1.5x apart) are not
+// measured at the first call, where the budget is 1 call; the budget grows by explore_share (0.1)
+// calls per call, and from the call where it covers them (the decision names it) auto measures them.
+// With cold_calls 0 the first call measures them (the property is the first-call term). Every rank
+// decides alike and every result is exact.
+TEST(Auto, FirstCallsOfUnrunCandidatesWaitForTheBudget) {
+  for (double cold : {8.0, 0.0}) {
+    test::Case c = test::make_case("half", 2, 5);
+    SchemeOptions opt;
+    opt.autotune.candidates = {"balanced", "sparse_ps"};
+    opt.autotune.cpu = {{"balanced", 0, 0, 1e-6}, {"sparse_ps", 0, 0, 1e-6}};
+    opt.autotune.cold_calls = cold;
+    opt.autotune.sample_rows = 1 << 20;  // exact statistics: neither candidate dominates the other
+    const auto ref = test::reference(c);
+    const int calls = 140;
+    std::vector<std::vector<std::string>> decisions(2);
+    loopback::run(2, [&](Communicator& comm) {
+      test::Input in;
+      test::make_input(c, comm.rank(), in);
+      auto s = make_scheme("auto", comm, c.spec(), opt);
+      for (int call = 0; call < calls; ++call) {
+        SparseTensor out;
+        s->run(in.view, out);
+        EXPECT_EQ(out.indices, ref.rows) << "call " << call;
+        EXPECT_TRUE(out.values == ref.vals) << "call " << call;
+        decisions[static_cast<size_t>(comm.rank())].push_back(s->report().decision);
+      }
+    });
+    ASSERT_EQ(decisions[0].size(), static_cast<size_t>(calls));
+    EXPECT_EQ(decisions[0], decisions[1]) << "ranks disagree";
+    const std::string& first = decisions[0][0];
+    if (cold == 0) {
+      EXPECT_EQ(first.rfind("auto exploring 2 candidates (first call)", 0), 0u) << first;
+      continue;
+    }
+    EXPECT_EQ(first.rfind("auto chose ", 0), 0u) << first;
+    EXPECT_NE(first.find("(first call): lowest predicted time (1 within 1.5x not measured yet"), std::string::npos) << first;
+    const size_t at = first.find("; measured after ");
+    ASSERT_NE(at, std::string::npos) << first;
+    const int after = std::atoi(first.c_str() + at + std::strlen("; measured after "));
+    // 1 + 0.1 x calls >= 8 first-call CPU times + 3 trials x the difference: about 70 calls
+    EXPECT_GE(after, 60) << first;
+    ASSERT_LT(after, calls - 1) << first;
+    for (int call = 1; call < after; ++call) EXPECT_EQ(decisions[0][static_cast<size_t>(call)], first) << "call " << call;
+    const std::string& later = decisions[0][static_cast<size_t>(after)];
+    EXPECT_EQ(later.rfind("auto exploring 2 candidates (deferred measurement (" + std::to_string(after) + " calls))", 0), 0u)
+        << later;
+    EXPECT_EQ(decisions[0].back().rfind("auto chose ", 0), 0u) << decisions[0].back();
+    EXPECT_NE(decisions[0].back().find("fastest measured of"), std::string::npos) << decisions[0].back();
+  }
 }
 
 TEST(Auto, HighDensityFallsBackToDense) {

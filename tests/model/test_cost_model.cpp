@@ -234,6 +234,27 @@ TEST(AutoExplore, CountFollowsWindowBudgetAndCap) {
   EXPECT_FALSE(model::explore_drops(1.5, 1.0, model::ExploreLimits{}));
 }
 
+// A candidate not run yet pays its first call (model::first_call_extra: cold_calls x its CPU time)
+// in the budget: at the first decision (budget 1 call) a close candidate whose first call costs 8 of
+// its calls is not measured; with the budget a re-evaluation has after 100 calls (1 + 0.1 x 100) it
+// is; once run (extra 0) the plain trial rule applies again.
+TEST(AutoExplore, FirstCallsCountInTheBudget) {
+  const model::ExploreLimits l;  // within 1.5, max 4, trials 3, budget 1 call
+  model::Prediction close;
+  close.seconds = 1.1, close.compute_s = 1.0;
+  const double cold = model::first_call_extra(close, 8.0);
+  EXPECT_DOUBLE_EQ(cold, 8.0);
+  EXPECT_DOUBLE_EQ(model::first_call_extra(close, 0.0), 0.0);
+  EXPECT_EQ(model::explore_count({1.0, 1.1}, l), 2u);                // 3 x 0.1 <= 1
+  EXPECT_EQ(model::explore_count({1.0, 1.1}, l, {0.0, cold}), 1u);   // + 8 > 1: the model decides
+  model::ExploreLimits later = l;
+  later.budget = 1.0 + 0.1 * 100;
+  EXPECT_EQ(model::explore_count({1.0, 1.1}, later, {0.0, cold}), 2u);
+  EXPECT_EQ(model::explore_count({1.0, 1.1, 1.2}, later, {0.0, cold, 9.6}), 2u);  // 8.3 + 10.2 > 11
+  EXPECT_EQ(model::explore_count({1.0, 1.1}, l, {0.0, 0.0}), 2u);    // already run: no first call
+  EXPECT_THROW(model::explore_count({1.0, 1.1}, l, {0.0}), Error);
+}
+
 // The 20-call bound (docs/cost-model.md): whenever the calibrated model is within 5 % of every
 // candidate's real time, auto's mean over its first 20 calls (the statistics call included at 2 %
 // of the best) is at most 1.10 x the best fixed scheme's, whatever the candidates' spread.

@@ -161,8 +161,16 @@ struct ExploreLimits {
 /// (at n = 2 sparcml moves allgather's bytes and touches more rows; docs/cost-model.md, "Exploration").
 bool dominated(const Prediction& b, const Prediction& a);
 /// `seconds`: the candidates' predicted times, ascending. How many of the first ones auto measures
-/// (1 or 0: none, the model's choice stands).
-size_t explore_count(const std::vector<double>& seconds, const ExploreLimits& l);
+/// (1 or 0: none, the model's choice stands): those within `within` of the best, at most
+/// `max_explore`, while the predicted extra time of all their trial calls, `trials` x (predicted -
+/// best) each plus `first_extra[i]` (what candidate i's first call costs beyond a warm one: its
+/// workspace and tables are touched for the first time; 0 for one already run, or when
+/// `first_extra` is empty), stays within `budget` calls of the best.
+size_t explore_count(const std::vector<double>& seconds, const ExploreLimits& l,
+                     const std::vector<double>& first_extra = {});
+/// Seconds a candidate's first call costs beyond a warm call, predicted: `cold_calls` x its predicted
+/// CPU time (Prediction::compute_s; SchemeOptions::Auto::cold_calls).
+double first_call_extra(const Prediction& p, double cold_calls);
 /// The round after which the far-off candidates are dropped: the first warm one (round 1; round 0
 /// with a single trial). A cold call (first use of a plan) says too little to drop a scheme on.
 int explore_drop_round(const ExploreLimits& l);

@@ -94,7 +94,15 @@ struct SchemeOptions {
     /// Measure only while the predicted extra time of all trial calls over the predicted best is at
     /// most this many calls of the predicted best (bounds the exploration's cost; docs/cost-model.md).
     double explore_budget = 1.0;
-    uint64_t sample_rows = 4096;          ///< per-rank hash-sample target for the statistics (exact below it)
+    /// ... plus this many calls of the predicted best per call since the last decision: a
+    /// re-evaluation may spend this share of the calls it follows on measuring (docs/cost-model.md).
+    double explore_share = 0.1;
+    /// A candidate's first call costs this many times its predicted CPU time beyond a warm call (its
+    /// workspace and tables touched for the first time); counted in the budget for a candidate auto
+    /// has not run yet. This machine's median over the fixed sparse schemes' first calls in
+    /// scripts/bench_fastpath.sh's 20-call runs (2026-12-04: 8.3, quartiles 1.6 and 15).
+    double cold_calls = 8.0;
+    uint64_t sample_rows = 1024;          ///< per-rank hash-sample target for the statistics (exact below it)
     double alpha_s = 20e-6;               ///< model latency per message round
     double message_s = 1e-6;              ///< model overhead per message
     double bytes_per_s = 25e9 / 8.0;      ///< model per-rank bandwidth
