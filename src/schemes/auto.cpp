@@ -269,7 +269,7 @@ class Auto : public SparseAllreduce {
       for (size_t i = 1; i < secs.size() && static_cast<int>(i) < a.max_explore; ++i)
         close += secs[i] <= a.explore_within * secs.front() ? 1 : 0;
       std::ostringstream b;
-      if (close > 0 && n > 1) {
+      if (close > 0 && n > 1 && a.explore_within > 1.0) {  // model only (window <= 1): nothing to defer
         b << " (" << close << " within " << a.explore_within << "x not measured yet: their trials and first calls would cost more than "
           << lim.budget << " calls of it";
         // The budget grows by explore_share calls per call: the call from which the closest one is
