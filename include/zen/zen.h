@@ -164,7 +164,9 @@ zenResult_t zenSparseAllreduceCreate(zenSparseAllreduce_t* op, zenComm_t comm, c
 zenResult_t zenSparseAllreduceDense(zenSparseAllreduce_t op, size_t nnz, const void* indices, zenIndexType_t itype,
                                     const void* values, void* dense_out);
 /** Sum into a sparse result kept inside `op`; *out_nnz receives its row count. Fetch it with
- *  zenSparseAllreduceResult (indices ascending, int64; values nnz*row_width of dtype). */
+ *  zenSparseAllreduceResult (indices ascending, int64; values nnz*row_width of dtype). A device plan
+ *  refuses it (and SparseInto, DenseStart, SparseStart) with zenUnsupported on every rank before
+ *  any communication; the communicator stays usable. */
 zenResult_t zenSparseAllreduceSparse(zenSparseAllreduce_t op, size_t nnz, const void* indices, zenIndexType_t itype,
                                      const void* values, size_t* out_nnz);
 /** Sum dense gradients (n_elems values each; a row is an input entry iff one of its values is not 0)

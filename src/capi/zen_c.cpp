@@ -355,9 +355,20 @@ zenResult_t zenSparseAllreduceDense(zenSparseAllreduce_t op, size_t nnz, const v
   });
 }
 
+namespace {
+// The communicator a failed sparse or non-blocking call must abort (guard_collective). A plan on a
+// device communicator offers run_dense, run_dense_from_dense and synchronize only; every rank
+// refuses those other calls alike (the plan kind is agreed at creation) before any communication,
+// so that refusal leaves the communicator usable: nothing to abort, no peer waits.
+zen::Communicator* aborted_by(zenSparseAllreduce_t op) {
+  if (!op || !op->comm || op->comm->memory_space() == zen::MemSpace::Device) return nullptr;
+  return op->comm;
+}
+}  // namespace
+
 zenResult_t zenSparseAllreduceSparse(zenSparseAllreduce_t op, size_t nnz, const void* indices, zenIndexType_t itype,
                                      const void* values, size_t* out_nnz) {
-  return guard_collective(op ? op->comm : nullptr, [&] {
+  return guard_collective(aborted_by(op), [&] {
     ZEN_C_NOT_NULL(op);
     plan_of(*op).run(make_view(*op, nnz, indices, itype, values), op->result);
     if (out_nnz) *out_nnz = op->result.nnz();
@@ -398,7 +409,7 @@ zenResult_t zenSparseAllreduceSparseBound(zenSparseAllreduce_t op, size_t max_nn
 zenResult_t zenSparseAllreduceSparseInto(zenSparseAllreduce_t op, size_t nnz, const void* indices,
                                          zenIndexType_t itype, const void* values, int64_t* out_indices,
                                          void* out_values, size_t capacity, size_t* out_nnz) {
-  const zenResult_t r = guard_collective(op ? op->comm : nullptr, [&] {
+  const zenResult_t r = guard_collective(aborted_by(op), [&] {
     ZEN_C_NOT_NULL(op);
     if (capacity) {
       ZEN_C_NOT_NULL(out_indices);
@@ -425,7 +436,7 @@ zenResult_t zenSparseAllreduceSparseInto(zenSparseAllreduce_t op, size_t nnz, co
 
 zenResult_t zenSparseAllreduceDenseStart(zenSparseAllreduce_t op, size_t nnz, const void* indices, zenIndexType_t itype,
                                          const void* values, void* dense_out, zenRequest_t* req) {
-  return guard_collective(op ? op->comm : nullptr, [&] {
+  return guard_collective(aborted_by(op), [&] {
     ZEN_C_NOT_NULL(op);
     ZEN_C_NOT_NULL(req);
     if (op->spec.dense_len) ZEN_C_NOT_NULL(dense_out);
@@ -436,7 +447,7 @@ zenResult_t zenSparseAllreduceDenseStart(zenSparseAllreduce_t op, size_t nnz, co
 
 zenResult_t zenSparseAllreduceSparseStart(zenSparseAllreduce_t op, size_t nnz, const void* indices, zenIndexType_t itype,
                                           const void* values, zenRequest_t* req) {
-  return guard_collective(op ? op->comm : nullptr, [&] {
+  return guard_collective(aborted_by(op), [&] {
     ZEN_C_NOT_NULL(op);
     ZEN_C_NOT_NULL(req);
     auto q = plan_of(*op).start(make_view(*op, nnz, indices, itype, values), op->result);
