@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "raw_baselines.hpp"
+#include "zen/detail/parse.hpp"
 #include "zen/error.hpp"
 
 namespace zen_perf {
@@ -106,23 +107,8 @@ SchemeOptions scheme_options(const Config& cfg) {
       const std::string bad = "--auto-cpu: '" + item +
                               "' is not scheme=VALUE_S/DENSE_S[/ROW_S] (seconds per value touched / per dense value / per row touched)";
       ZEN_ENFORCE(eq != std::string::npos && eq > 0, bad);
-      std::vector<double> secs;
-      for (size_t a = eq + 1;;) {  // every field a whole number, nothing left over
-        const size_t b = std::min(item.find('/', a), item.size());
-        const std::string f = item.substr(a, b - a);
-        size_t used = 0;
-        double v = 0;
-        try {
-          v = std::stod(f, &used);
-        } catch (const std::exception&) {
-          ZEN_THROW(Result::InvalidArgument, bad);
-        }
-        ZEN_ENFORCE(used == f.size() && !f.empty(), bad);
-        ZEN_ENFORCE(v >= 0, bad + ": seconds must be >= 0");
-        secs.push_back(v);
-        if (b == item.size()) break;
-        a = b + 1;
-      }
+      const std::vector<double> secs = zen::detail::parse_doubles(item.substr(eq + 1), '/', bad);
+      for (double v : secs) ZEN_ENFORCE(v >= 0, bad + ": seconds must be >= 0");
       ZEN_ENFORCE(secs.size() == 2 || secs.size() == 3, bad);
       SchemeOptions::Auto::CpuTerm t;
       t.scheme = item.substr(0, eq);

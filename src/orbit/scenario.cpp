@@ -10,6 +10,7 @@
 #include <set>
 
 #include "scenario_internal.hpp"
+#include "zen/detail/parse.hpp"
 #include "zen/error.hpp"
 
 namespace zen::orbit {
@@ -74,23 +75,8 @@ ServerNode parse_server(const std::string& spec) {
     gs.name = spec.substr(0, eq);
     body = spec.substr(eq + 1);
   }
-  std::vector<double> v;
-  size_t p = 0;
-  while (p <= body.size()) {
-    const size_t q = std::min(body.find(',', p), body.size());
-    const std::string x = body.substr(p, q - p);
-    size_t used = 0;
-    double d = 0;
-    try {
-      d = std::stod(x, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    ZEN_ENFORCE(!x.empty() && used == x.size() && std::isfinite(d),
-                "server '" + spec + "': expected meo, bremen, northpole or [NAME=]LAT,LON[,ALT_M] in degrees and metres");
-    v.push_back(d);
-    p = q + 1;
-  }
+  const std::vector<double> v = zen::detail::parse_doubles(
+      body, ',', "server '" + spec + "': expected meo, bremen, northpole or [NAME=]LAT,LON[,ALT_M] in degrees and metres");
   ZEN_ENFORCE(v.size() == 2 || v.size() == 3, "server '" + spec + "': expected LAT,LON or LAT,LON,ALT_M");
   ZEN_ENFORCE(v[0] >= -90 && v[0] <= 90 && v[1] >= -180 && v[1] <= 360,
               "server '" + spec + "': latitude must be in [-90, 90] and longitude in [-180, 360] degrees");

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "zen/detail/parse.hpp"
 #include "zen/error.hpp"
 #include "zen/tensor.hpp"
 
@@ -63,5 +64,22 @@ TEST(Tensor, DenseRoundTripAllDtypes) {
       auto rows = dense_to_sparse(dense.data(), 12, dt, 4);
       EXPECT_EQ(rows.indices, (std::vector<int64_t>{0, 1, 2}));
     });
+  }
+}
+
+// The number-list rule shared by zen_perf's --auto-cpu and the orbit server spec.
+TEST(ParseDoubles, WholeFiniteFieldsOnly) {
+  using zen::detail::parse_doubles;
+  EXPECT_EQ(parse_doubles("1.5", ',', "x"), std::vector<double>({1.5}));
+  EXPECT_EQ(parse_doubles("-33.9,18.4,20", ',', "x"), std::vector<double>({-33.9, 18.4, 20.0}));
+  EXPECT_EQ(parse_doubles("2e-9/0/1e-8", '/', "x"), std::vector<double>({2e-9, 0.0, 1e-8}));
+  for (const char* bad : {"", "1x", "1,", ",1", "1,,2", "abc", "inf", "nan", "1e999", " "}) {
+    try {
+      parse_doubles(bad, ',', "the list");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const zen::Error& e) {
+      EXPECT_EQ(e.code(), zen::Result::InvalidArgument) << bad;
+      EXPECT_NE(std::string(e.what()).find("the list"), std::string::npos) << bad;
+    }
   }
 }
