@@ -381,6 +381,22 @@ size_t explore_count(const std::vector<double>& seconds, const ExploreLimits& l,
   return m;
 }
 
+size_t explore_window(const std::vector<double>& seconds, const ExploreLimits& l) {
+  if (l.within <= 1.0) return 0;
+  size_t close = 0;
+  for (size_t i = 1; i < seconds.size() && static_cast<int>(i) < l.max_explore; ++i) close += seconds[i] <= l.within * seconds.front() ? 1 : 0;
+  return close;
+}
+
+uint64_t calls_until_affordable(const std::vector<double>& seconds, const ExploreLimits& l, const std::vector<double>& first_extra,
+                                double share) {
+  if (explore_window(seconds, l) == 0 || share <= 0 || seconds.front() <= 0) return 0;
+  const double need = static_cast<double>(l.trials) * (seconds[1] - seconds[0]) + (first_extra.size() > 1 ? first_extra[1] : 0.0);
+  const double calls = std::ceil((need / seconds[0] - l.budget) / share);
+  if (!(calls < 1e12)) return 0;
+  return std::max<uint64_t>(1, static_cast<uint64_t>(std::max(0.0, calls)));
+}
+
 double first_call_extra(const Prediction& p, double cold_calls) { return std::max(0.0, cold_calls) * p.compute_s; }
 
 bool dominated(const Prediction& b, const Prediction& a) {

@@ -265,24 +265,16 @@ class Auto : public SparseAllreduce {
     lim.budget += std::max(0.0, a.explore_share) * static_cast<double>(since);
     const size_t m = model::explore_count(secs, lim, first);
     if (m <= 1 || n == 1) {
-      size_t close = 0;  // the ones measuring would have considered, kept out by the budget
-      for (size_t i = 1; i < secs.size() && static_cast<int>(i) < a.max_explore; ++i)
-        close += secs[i] <= a.explore_within * secs.front() ? 1 : 0;
+      const size_t close = n > 1 ? model::explore_window(secs, lim) : 0;  // kept out by the budget
       std::ostringstream b;
-      if (close > 0 && n > 1 && a.explore_within > 1.0) {  // model only (window <= 1): nothing to defer
+      if (close > 0) {  // model only (window <= 1): nothing to defer
         b << " (" << close << " within " << a.explore_within << "x not measured yet: their trials and first calls would cost more than "
           << lim.budget << " calls of it";
-        // The budget grows by explore_share calls per call: the call from which the closest one is
-        // affordable (a function of agreed numbers: every rank defers to the same call).
-        const double need = static_cast<double>(a.trials) * (secs[1] - secs[0]) + first[1];
-        if (a.explore_share > 0 && secs[0] > 0) {
-          const double calls = std::ceil((need / secs[0] - a.explore_budget) / a.explore_share);
-          if (calls < 1e12) {
-            measure_at_ = std::max<uint64_t>(1, static_cast<uint64_t>(std::max(0.0, calls)));
-            if (a.reevaluate_every <= 0 || measure_at_ < static_cast<uint64_t>(a.reevaluate_every))
-              b << "; measured after " << measure_at_ << " calls";
-          }
-        }
+        // The budget grows by explore_share calls per call (from the base budget: calls_ counts from
+        // this decision): the call from which the closest one is affordable.
+        measure_at_ = model::calls_until_affordable(secs, model::ExploreLimits::of(a), first, a.explore_share);
+        if (measure_at_ > 0 && (a.reevaluate_every <= 0 || measure_at_ < static_cast<uint64_t>(a.reevaluate_every)))
+          b << "; measured after " << measure_at_ << " calls";
         b << ")";
       }
       chosen_ = pred.front().scheme;

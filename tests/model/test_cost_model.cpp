@@ -255,6 +255,30 @@ TEST(AutoExplore, FirstCallsCountInTheBudget) {
   EXPECT_THROW(model::explore_count({1.0, 1.1}, l, {0.0}), Error);
 }
 
+// The deferred measurement: the call from which the budget, growing by explore_share calls per call,
+// covers the closest candidate's trials and first call, and which candidates the window admits.
+TEST(AutoExplore, DeferralWaitsUntilTheGrowingBudgetCoversTheClosest) {
+  const model::ExploreLimits l;  // within 1.5, max 4, trials 3, budget 1 call
+  EXPECT_EQ(model::explore_window({1.0, 1.1, 1.4, 1.6}, l), 2u);
+  EXPECT_EQ(model::explore_window({1.0, 1.1, 1.2, 1.3, 1.4}, l), 3u);  // at most max_explore - 1
+  EXPECT_EQ(model::explore_window({1.0}, l), 0u);
+  model::ExploreLimits model_only = l;
+  model_only.within = 1.0;
+  EXPECT_EQ(model::explore_window({1.0, 1.0}, model_only), 0u);
+  // need = 3 x 0.1 + 8 = 8.3 calls of the best; budget 1 + 0.1 per call: ceil((8.3 - 1) / 0.1) = 73.
+  EXPECT_EQ(model::calls_until_affordable({1.0, 1.1}, l, {0.0, 8.0}, 0.1), 73u);
+  model::ExploreLimits at73 = l;
+  at73.budget = 1.0 + 0.1 * 73;
+  EXPECT_EQ(model::explore_count({1.0, 1.1}, at73, {0.0, 8.0}), 2u);  // affordable then
+  at73.budget = 1.0 + 0.1 * 72;
+  EXPECT_EQ(model::explore_count({1.0, 1.1}, at73, {0.0, 8.0}), 1u);  // and not a call before
+  EXPECT_EQ(model::calls_until_affordable({1.0, 1.1}, l, {0.0, 0.0}, 0.1), 1u);  // affordable now: the next call
+  EXPECT_EQ(model::calls_until_affordable({1.0, 1.1}, l, {0.0, 8.0}, 0.0), 0u);  // no growth: never
+  EXPECT_EQ(model::calls_until_affordable({1.0, 1.6}, l, {0.0, 8.0}, 0.1), 0u);  // outside the window
+  EXPECT_EQ(model::calls_until_affordable({0.0, 1e-9}, l, {0.0, 8.0}, 0.1), 0u);
+  EXPECT_EQ(model::calls_until_affordable({1e-30, 1.4e-30}, l, {0.0, 1.0}, 1e-20), 0u);  // 10^12 calls or more
+}
+
 // The 20-call bound (docs/cost-model.md): whenever the calibrated model is within 5 % of every
 // candidate's real time, auto's mean over its first 20 calls (the statistics call included at 2 %
 // of the best) is at most 1.10 x the best fixed scheme's, whatever the candidates' spread.

@@ -168,6 +168,17 @@ bool dominated(const Prediction& b, const Prediction& a);
 /// `first_extra` is empty), stays within `budget` calls of the best.
 size_t explore_count(const std::vector<double>& seconds, const ExploreLimits& l,
                      const std::vector<double>& first_extra = {});
+/// How many candidates after the best the window admits (predicted within `within` of the best, at
+/// most `max_explore` - 1 of them), before the budget: 0 when `within` <= 1 (the model alone decides).
+size_t explore_window(const std::vector<double>& seconds, const ExploreLimits& l);
+/// Auto's deferred measurement: when explore_count leaves the closest candidate (seconds[1]) out for
+/// the budget alone, the number of calls after which a budget growing by `share` calls of the best
+/// per call, `l.budget` + `share` x calls, covers its trials and first call:
+/// ceil(((trials x (seconds[1] - seconds[0]) + first_extra[1]) / seconds[0] - budget) / share), at
+/// least 1. 0 when nothing waits: no candidate in the window, `share` <= 0, a best of 0 s, or a wait
+/// of 10^12 calls or more. A function of the predictions alone, so every rank defers to the same call.
+uint64_t calls_until_affordable(const std::vector<double>& seconds, const ExploreLimits& l,
+                                const std::vector<double>& first_extra, double share);
 /// Seconds a candidate's first call costs beyond a warm call, predicted: `cold_calls` x its predicted
 /// CPU time (Prediction::compute_s; SchemeOptions::Auto::cold_calls).
 double first_call_extra(const Prediction& p, double cold_calls);
