@@ -136,8 +136,6 @@ Problem Problem::of(const TensorSpec& spec, int n, const SchemeOptions& opt, boo
   return p;
 }
 
-uint64_t sample_hash(uint64_t row, uint64_t salt) { return mix64(row ^ mix64(salt + 0x2545f4914f6cdd1dULL)); }
-
 Counts estimate_from_sample(const Problem& p, const std::vector<std::vector<int64_t>>& sample,
                             const std::vector<uint64_t>& k, uint64_t stride) {
   const int n = p.n;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "zen/detail/mix64.hpp"
 #include "zen/schemes/scheme.hpp"
 
 namespace zen::model {
@@ -69,8 +70,14 @@ Counts count_exact(const Problem& p, const std::vector<std::vector<int64_t>>& ro
 /// (never more than the rows that exist). OmniReduce is left unknown unless stride == 1.
 Counts estimate_from_sample(const Problem& p, const std::vector<std::vector<int64_t>>& sample,
                             const std::vector<uint64_t>& k, uint64_t stride);
-/// The hash that picks sample rows (same on every rank).
-uint64_t sample_hash(uint64_t row, uint64_t salt);
+/// The hash that picks sample rows (same on every rank): sample_hash(row, salt) =
+/// SampleHash(salt)(row). The struct mixes the salt once, for loops over many rows.
+struct SampleHash {
+  uint64_t key;
+  explicit SampleHash(uint64_t salt) : key(mix64(salt + 0x2545f4914f6cdd1dULL)) {}
+  uint64_t operator()(uint64_t row) const { return mix64(row ^ key); }
+};
+inline uint64_t sample_hash(uint64_t row, uint64_t salt) { return SampleHash(salt)(row); }
 
 struct PhaseTraffic {
   std::string name;
