@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""How often a fixed choice could have met issue 31's 1.10x bound, over repeated runs of
+scripts/bench_fastpath.sh (docs/results.md, "auto against everything", "Repeated runs"). Per row
+(input, n, output) and per run: auto / best (steady-state medians; 20-call means), and the oracle:
+the one fixed scheme (zen's or a raw baseline) whose worst ratio to the run's best over all runs is
+lowest, i.e. the best any rule that picks one scheme per row could do if it knew every run in
+advance. A row where even the oracle exceeds 1.10x in some run cannot meet the bound in every run
+by a fixed choice; the spread of the winners' times between runs is the noise the bound sits in.
+   usage: scripts/auto_repeat_table.py OUT1 OUT2 ...   (each a bench_fastpath.sh output folder)"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from auto_table import rows_of  # noqa: E402
+
+
+def groups(out, suffix):
+    g = {}
+    for name in sorted(os.listdir(out)):
+        if not name.endswith(suffix + ".json") or (suffix == "" and name.endswith("-m20.json")):
+            continue
+        tag = name[: -len(suffix + ".json")]
+        kind = "brown" if tag.startswith("brown") else "demo"
+        n, output = tag.split("-")[1][1:], tag.split("-")[2]
+        rows, _ = rows_of(os.path.join(out, name), kind)
+        for label, t in rows.items():
+            g[(label, n, output)] = t
+    return g
+
+
+def main(outs):
+    for metric, suffix, key in (("steady state (medians)", "", "time_us"), ("20-call means", "-m20", "mean_us")):
+        runs = [groups(o, suffix) for o in outs]
+        print(f"\n{metric}: auto / best per run; the oracle's worst ratio over the runs\n")
+        print("| input | n | output | auto / best per run | runs <= 1.10x | oracle | oracle's worst | winners |")
+        print("|---|---|---|---|---:|---|---:|---|")
+        met = oracle_met = total = 0
+        for row in sorted(runs[0]):
+            per = [r[row] for r in runs if row in r]
+            if len(per) < len(runs) or any("auto" not in t for t in per):
+                continue
+            total += 1
+            ratios, winners = [], []
+            fixed = set.intersection(*[set(s for s in t if s != "auto") for t in per])
+            for t in per:
+                best = min(t[s][key] for s in fixed)
+                ratios.append(t["auto"][key] / best)
+                winners.append(min(fixed, key=lambda s: t[s][key]))
+            worst = {s: max(t[s][key] / min(t[x][key] for x in fixed) for t in per) for s in fixed}
+            oracle = min(worst, key=worst.get)
+            ok = sum(r <= 1.10 for r in ratios)
+            met += ok == len(per)
+            oracle_met += worst[oracle] <= 1.10
+            print(f"| {row[0]} | {row[1]} | {row[2]} | " + " ".join(f"{r:.2f}" for r in ratios) +
+                  f" | {ok} / {len(per)} | {oracle} | {worst[oracle]:.2f}x | {', '.join(sorted(set(winners)))} |")
+        print(f"\nauto within 1.10x in every run: {met} of {total} rows; the oracle (one fixed scheme per row, "
+              f"chosen knowing all runs): {oracle_met} of {total}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    main(sys.argv[1:])
