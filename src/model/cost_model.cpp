@@ -364,13 +364,13 @@ ExploreLimits ExploreLimits::of(const SchemeOptions::Auto& a) {
 }
 
 size_t explore_count(const std::vector<double>& seconds, const ExploreLimits& l, const std::vector<double>& first_extra) {
-  if (seconds.empty() || l.within <= 1.0) return seconds.empty() ? 0 : 1;
+  if (seconds.empty()) return 0;
   ZEN_ENFORCE(first_extra.empty() || first_extra.size() == seconds.size(), "explore_count: one first-call extra per candidate");
   const double best = seconds.front();
+  const size_t close = explore_window(seconds, l);
   double extra = 0;  // predicted time of the trial calls beyond the best's, in seconds
   size_t m = 1;
-  for (size_t i = 1; i < seconds.size() && static_cast<int>(m) < l.max_explore; ++i) {
-    if (seconds[i] > l.within * best) break;
+  for (size_t i = 1; i <= close; ++i) {
     const double more = extra + static_cast<double>(l.trials) * (seconds[i] - best) + (first_extra.empty() ? 0.0 : first_extra[i]);
     if (more > l.budget * best) break;
     extra = more;
@@ -380,9 +380,9 @@ size_t explore_count(const std::vector<double>& seconds, const ExploreLimits& l,
 }
 
 size_t explore_window(const std::vector<double>& seconds, const ExploreLimits& l) {
-  if (l.within <= 1.0) return 0;
-  size_t close = 0;
-  for (size_t i = 1; i < seconds.size() && static_cast<int>(i) < l.max_explore; ++i) close += seconds[i] <= l.within * seconds.front() ? 1 : 0;
+  if (seconds.empty() || l.within <= 1.0) return 0;
+  size_t close = 0;  // seconds ascending: the window ends at the first one outside it
+  for (size_t i = 1; i < seconds.size() && static_cast<int>(i) < l.max_explore && seconds[i] <= l.within * seconds.front(); ++i) ++close;
   return close;
 }
 
