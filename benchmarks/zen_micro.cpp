@@ -13,6 +13,8 @@
 #include "zen/encode/elias_fano.hpp"
 #include "zen/hash/hash.hpp"
 #include "zen/hash/region_hash.hpp"
+#include "zen/model/cost_model.hpp"
+#include "zen/schemes/scheme.hpp"
 #include "owner_stage.hpp"  // private owner stage of balanced / sparse_ps (src/schemes)
 
 namespace {
@@ -160,6 +162,45 @@ void BM_OwnerStage(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations() * static_cast<int64_t>(k) * n);
 }
 BENCHMARK(BM_OwnerStage)->ArgsProduct({{2, 4, 6, 8}, {15, 17}, {0, 1}});
+
+// Auto's decision without its collectives: the model's counts from the ranks' hash samples
+// (model::estimate_from_sample) and the predictions of the default candidates, as auto::decide does
+// them. n = range(0) ranks, each with a sorted sample of range(1) distinct rows (overlap about 2)
+// of R = 2^18 rows, stride 3 (what auto samples of a 1 MB tensor at 1 % density); range(2) = 1 adds
+// the predictions.
+void BM_AutoModel(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  const size_t k = static_cast<size_t>(st.range(1));
+  const bool predict = st.range(2) != 0;
+  zen::SchemeOptions opt;
+  zen::model::Problem p;
+  p.rows = uint64_t{1} << 18;
+  p.n = n;
+  p.opt = opt;
+  std::vector<std::vector<int64_t>> sample(static_cast<size_t>(n));
+  std::vector<uint64_t> counts(static_cast<size_t>(n), 3 * k);
+  const auto shared = random_rows(p.rows, k, 5);
+  for (int r = 0; r < n; ++r) {
+    auto& s = sample[static_cast<size_t>(r)];
+    s = random_rows(p.rows, k / 2, 100 + static_cast<uint64_t>(r));
+    s.insert(s.end(), shared.begin(), shared.begin() + static_cast<std::ptrdiff_t>(k - k / 2));
+    std::sort(s.begin(), s.end());
+    s.erase(std::unique(s.begin(), s.end()), s.end());
+  }
+  const zen::model::Link link = zen::model::Link::of(opt.autotune);
+  const std::vector<std::string> cand{"balanced", "allgather", "sparcml", "sparse_ps", "dense_native"};
+  for (auto _ : st) {
+    auto c = zen::model::estimate_from_sample(p, sample, counts, 3);
+    benchmark::DoNotOptimize(c.K);
+    if (predict)
+      for (const auto& name : cand) {
+        auto pr = zen::model::predict(name, p, c, link);
+        benchmark::DoNotOptimize(pr.seconds);
+      }
+  }
+  st.SetItemsProcessed(st.iterations() * static_cast<int64_t>(k) * n);
+}
+BENCHMARK(BM_AutoModel)->ArgsProduct({{2, 4, 8}, {870}, {0, 1}})->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <iterator>
 #include <unordered_set>
 
 #include "zen/comm/communicator.hpp"
@@ -23,25 +25,26 @@ int part_of(uint64_t x, uint64_t total, int n) {
   return static_cast<int>(rem + (x - rem * (q + 1)) / q);
 }
 
-/// The distinct rows of the samples (of `which` ranks; all when null), ascending. Auto's samples
-/// come sorted (its statistics sort each rank's rows): merged in linear passes then, else sorted.
-std::vector<int64_t> sorted_union(const std::vector<std::vector<int64_t>>& sample, const std::vector<int>* which) {
-  std::vector<int64_t> u;
-  bool sorted = true;
-  auto add = [&](const std::vector<int64_t>& s) {
-    const auto mid = static_cast<std::ptrdiff_t>(u.size());
-    u.insert(u.end(), s.begin(), s.end());
-    sorted = sorted && std::is_sorted(s.begin(), s.end());
-    if (sorted) std::inplace_merge(u.begin(), u.begin() + mid, u.end());
-  };
-  if (which) {
-    for (int q : *which) add(sample[static_cast<size_t>(q)]);
-  } else {
-    for (const auto& s : sample) add(s);
+/// Sorted union of two ascending runs of distinct rows, into out (cleared).
+void merge_unique(const std::vector<int64_t>& a, const std::vector<int64_t>& b, std::vector<int64_t>& out) {
+  out.clear();
+  out.reserve(a.size() + b.size());
+  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+}
+
+/// The samples as ascending runs of distinct rows: the caller's own when they are (auto's
+/// statistics sort them), else sorted copies in `own`.
+const std::vector<std::vector<int64_t>>& ascending(const std::vector<std::vector<int64_t>>& sample,
+                                                   std::vector<std::vector<int64_t>>& own) {
+  bool ok = true;
+  for (const auto& s : sample) ok = ok && std::adjacent_find(s.begin(), s.end(), std::greater_equal<int64_t>()) == s.end();
+  if (ok) return sample;
+  own = sample;
+  for (auto& s : own) {
+    std::sort(s.begin(), s.end());
+    s.erase(std::unique(s.begin(), s.end()), s.end());
   }
-  if (!sorted) std::sort(u.begin(), u.end());
-  u.erase(std::unique(u.begin(), u.end()), u.end());
-  return u;
+  return own;
 }
 
 uint64_t scaled(uint64_t count, uint64_t stride, uint64_t cap) { return std::min(cap, count * stride); }
@@ -148,63 +151,84 @@ Counts estimate_from_sample(const Problem& p, const std::vector<std::vector<int6
   c.k = k;
   const Partitioner part = Partitioner::make(R, static_cast<uint32_t>(n), p.opt.seed);
 
-  // Union of the sample and, per row, the ranks holding it.
-  std::vector<int64_t> uni = sorted_union(sample, nullptr);
+  std::vector<std::vector<int64_t>> own;
+  const auto& asc = ascending(sample, own);
+
+  // Unions, in SparCML's groups (estimate of its merged states): at level 0 rank r < P with its fold
+  // partner r + P; at level s the 2^s ranks sharing r's bits above s (with their partners), the union
+  // of two groups of level s - 1. The last level's one group holds every rank: the union of all.
+  const int P = sparcml_ranks(n);
+  int L = 0;
+  while ((1 << L) < P) ++L;
+  const auto uP = static_cast<size_t>(P);
+  std::vector<std::vector<std::vector<int64_t>>> level(static_cast<size_t>(L) + 1);  // [s][base >> s]
+  level[0].resize(uP);
+  for (size_t r = 0; r < uP; ++r) {
+    if (r + uP < un) merge_unique(asc[r], asc[r + uP], level[0][r]);
+    else level[0][r] = asc[r];
+  }
+  for (size_t s = 1; s <= static_cast<size_t>(L); ++s) {
+    level[s].resize(uP >> s);
+    for (size_t g = 0; g < (uP >> s); ++g) merge_unique(level[s - 1][2 * g], level[s - 1][2 * g + 1], level[s][g]);
+  }
+  const std::vector<int64_t>& uni = level[static_cast<size_t>(L)][0];
   c.K = scaled(uni.size(), stride, R);
 
   // Per-owner loads: sample proportions of each rank's k (h0 owners, key ranges); union per owner.
+  // h0 is evaluated once per union row; a rank's rows (a subset of the union) find theirs in one
+  // sweep, and key ranges by their bounds (rows ascending).
+  std::vector<uint64_t> bound(un + 1);
+  for (size_t o = 0; o <= un; ++o) bound[o] = part_begin(R, n, static_cast<int>(o));
+  std::vector<uint32_t> uowner(uni.size());
+  std::vector<uint64_t> wb(un, 0), wp(un, 0);
+  {
+    size_t o = 0;
+    for (size_t i = 0; i < uni.size(); ++i) {
+      const auto x = static_cast<uint64_t>(uni[i]);
+      uowner[i] = part.owner(x);
+      ++wb[uowner[i]];
+      while (o + 1 < un && x >= bound[o + 1]) ++o;  // a row outside [0, R) counts in the last range
+      ++wp[o];
+    }
+    c.bal_K = proportional(c.K, wb);
+    c.ps_K = proportional(c.K, wp);
+    for (size_t q = 0; q < un; ++q) {  // never more rows than the owner has
+      c.bal_K[q] = std::min<uint64_t>(c.bal_K[q], part.owner_size(static_cast<uint32_t>(q)));
+      c.ps_K[q] = std::min<uint64_t>(c.ps_K[q], bound[q + 1] - bound[q]);
+    }
+  }
   c.bal_push.assign(un, std::vector<uint64_t>(un, 0));
   c.ps_push.assign(un, std::vector<uint64_t>(un, 0));
   for (size_t r = 0; r < un; ++r) {
-    std::vector<uint64_t> wb(un, 0), wp(un, 0);
-    for (int64_t x : sample[r]) {
-      ++wb[part.owner(static_cast<uint64_t>(x))];
-      ++wp[static_cast<size_t>(part_of(static_cast<uint64_t>(x), R, n))];
+    std::fill(wb.begin(), wb.end(), 0);
+    std::fill(wp.begin(), wp.end(), 0);
+    size_t i = 0, o = 0;
+    for (int64_t x : asc[r]) {
+      while (uni[i] < x) ++i;  // x is in the union
+      ++wb[uowner[i]];
+      while (o + 1 < un && static_cast<uint64_t>(x) >= bound[o + 1]) ++o;
+      ++wp[o];
     }
     c.bal_push[r] = proportional(k[r], wb);
     c.ps_push[r] = proportional(k[r], wp);
   }
-  {
-    std::vector<uint64_t> wb(un, 0), wp(un, 0);
-    for (int64_t x : uni) {
-      ++wb[part.owner(static_cast<uint64_t>(x))];
-      ++wp[static_cast<size_t>(part_of(static_cast<uint64_t>(x), R, n))];
-    }
-    c.bal_K = proportional(c.K, wb);
-    c.ps_K = proportional(c.K, wp);
-    for (size_t o = 0; o < un; ++o) {  // never more rows than the owner has
-      c.bal_K[o] = std::min<uint64_t>(c.bal_K[o], part.owner_size(static_cast<uint32_t>(o)));
-      c.ps_K[o] = std::min<uint64_t>(c.ps_K[o], part_begin(R, n, static_cast<int>(o) + 1) - part_begin(R, n, static_cast<int>(o)));
-    }
-  }
 
-  // SparCML: rank r < P holds the union of its group of ranks (fold partner r + P included) when
-  // stage s starts; group at stage s = the 2^s ranks sharing r's bits above s.
-  const int P = sparcml_ranks(n);
-  int L = 0;
-  while ((1 << L) < P) ++L;
-  c.sc_state.assign(static_cast<size_t>(L) + 1, std::vector<uint64_t>(static_cast<size_t>(P), 0));
-  for (int s = 0; s <= L; ++s)
-    for (int r = 0; r < P; ++r) {
-      const int base = r & ~((1 << s) - 1);
-      if (s > 0 && r != base) {  // every member of a group holds the same union
-        c.sc_state[static_cast<size_t>(s)][static_cast<size_t>(r)] = c.sc_state[static_cast<size_t>(s)][static_cast<size_t>(base)];
-        continue;
-      }
-      std::vector<int> members;
-      for (int q = base; q < base + (1 << s); ++q) {
-        members.push_back(q);
-        if (q + P < n) members.push_back(q + P);
-      }
-      uint64_t v;
-      if (members.size() == 1) {
-        v = k[static_cast<size_t>(members[0])];
-      } else {
-        v = members.size() == un ? uni.size() : sorted_union(sample, &members).size();
-        v = scaled(v, stride, R);
-        for (int q : members) v = std::max(v, k[static_cast<size_t>(q)]);  // a union holds each member
-      }
-      c.sc_state[static_cast<size_t>(s)][static_cast<size_t>(r)] = v;
+  // SparCML: rank r < P holds its group's union when stage s starts (every member of a group the
+  // same), never less than any member's rows; a group of one rank holds its k.
+  c.sc_state.assign(static_cast<size_t>(L) + 1, std::vector<uint64_t>(uP, 0));
+  for (size_t s = 0; s <= static_cast<size_t>(L); ++s)
+    for (size_t r = 0; r < uP; ++r) {
+      const size_t base = r & ~((size_t{1} << s) - 1);
+      uint64_t v = 0;
+      size_t members = 0;
+      for (size_t q = base; q < base + (size_t{1} << s); ++q)
+        for (size_t m : {q, q + uP})
+          if (m < un) {
+            v = std::max(v, k[m]);
+            ++members;
+          }
+      if (members > 1) v = std::max(v, scaled(level[s][base >> s].size(), stride, R));
+      c.sc_state[s][r] = v;
     }
 
   // OmniReduce: present blocks need the exact sets.
