@@ -2,10 +2,13 @@
 """Fits the cost model's CPU terms per scheme (seconds per value and per row touched, per dense value) from zen_perf
 JSON files of scripts/calibrate_auto.sh: each file times the fixed schemes beside
 `auto --explain --auto-cpu none`, whose explanation lists every candidate's link-only prediction and
-its rows touched ("balanced 6.47 ms (19810340 B, 8300000 rows)"). Per scheme, least squares on
+the rows its compute term charges ("balanced 6.47 ms (19810340 B, 8300000 rows)": the busiest rank's, or where
+ranks share cores a machine's rows over its cores). Per scheme, least squares on
 relative errors of each row's fastest timed call (min_us: the least disturbed on a shared machine):
-measured - predicted = value_s * rows * D + row_s * rows + dense_s * N (all >= 0), N counted only where the scheme
-touches the dense tensor: a dense result, or a dense scheme (model::dense_values). Prints a table (worst
+measured - predicted = value_s * rows * D + row_s * rows + dense_s * N * F (all >= 0), N counted only where the
+scheme touches the dense tensor: a dense result, or a dense scheme (model::dense_values); F the ranks per core
+the explanation names ("shared cores: 2 ranks per core"; 1 when absent), since every rank of a machine
+touches N. Prints a table (worst
 model/measured before and after) and the --auto-cpu argument.
    usage: scripts/calibrate_auto.py FILE.json..."""
 import json
@@ -70,13 +73,15 @@ def main():
             if not text:
                 continue
             D = int(re.search(r" D=(\d+)", text).group(1))
+            shared = re.search(r"shared cores: ([0-9.e+-]+) ranks per core", text)
+            F = float(shared.group(1)) if shared else 1.0
             for m in PRED.finditer(text.split("model:", 1)[1]):
                 scheme, t, unit, _, nrows = m.groups()
                 if scheme not in rows:
                     continue
                 pred = float(t) * (1e-3 if unit == "ms" else 1e-6)
                 meas = rows[scheme]["time_min_us"] * 1e-6
-                N = rows[scheme]["count"] if dense_out or scheme in DENSE else 0
+                N = (rows[scheme]["count"] if dense_out or scheme in DENSE else 0) * F
                 pts.setdefault(scheme, []).append((meas, pred, int(nrows) * D, int(nrows), N))
     terms = []
     print(f"{'scheme':>14} {'ns/value':>9} {'ns/dense':>9} {'ns/row':>7} {'points':>6} {'worst model/measured before':>28} {'after':>8}")

@@ -123,6 +123,7 @@ SchemeOptions scheme_options(const Config& cfg) {
   o.autotune.alpha_s = cfg.auto_alpha_us * 1e-6;
   o.autotune.reevaluate_every = cfg.auto_every;
   o.autotune.sample_rows = cfg.auto_sample_rows;
+  o.autotune.cores = cfg.auto_cores;
   o.pull = parse_index_encoding(cfg.pull);
   o.push = parse_index_encoding(cfg.push);
   return o;
@@ -184,6 +185,9 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--auto-gbps", cfg.auto_gbps, "auto: model bandwidth per rank in Gb/s");
   app.add_option("--auto-alpha-us", cfg.auto_alpha_us, "auto: model latency per message round in microseconds");
   app.add_option("--auto-every", cfg.auto_every, "auto: calls between re-evaluations (0 = never)");
+  app.add_option("--auto-cores", cfg.auto_cores,
+                 "auto: cores the ranks of one machine share, for its model's CPU time (0: found from the kernel's boot "
+                 "id and the ranks' affinity masks; < 0: ranks never share cores)");
   app.add_option("--auto-sample-rows", cfg.auto_sample_rows,
                  "auto: rows per rank its statistics sample (exact when no rank has more non-zeros; omnireduce is a "
                  "candidate only then)")

@@ -5,8 +5,14 @@
 
 #include "../schemes/scheme_row.hpp"
 
+#include <sched.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdio>
+#include <thread>
 #include <functional>
 #include <iterator>
 #include <unordered_set>
@@ -324,6 +330,95 @@ double work_rows(const std::string& scheme, const Problem& p, const Counts& c) {
   return worst;
 }
 
+namespace {
+
+/// The compute term's count of per-rank amounts v: the largest, or a group's sum over its cores
+/// where ranks share cores (Problem::cpu_group), whichever is more.
+double shared_max(const Problem& p, const std::vector<double>& v) {
+  double m = v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
+  if (p.cpu_group.size() != v.size()) return m;
+  std::vector<double> sum(p.cpu_cores.size(), 0.0);
+  for (size_t r = 0; r < v.size(); ++r) {
+    const int g = p.cpu_group[r];
+    if (g >= 0 && static_cast<size_t>(g) < sum.size()) sum[static_cast<size_t>(g)] += v[r];
+  }
+  for (size_t g = 0; g < sum.size(); ++g) m = std::max(m, sum[g] / std::max(1.0, p.cpu_cores[g]));
+  return m;
+}
+
+}  // namespace
+
+CpuSite CpuSite::here() {
+  CpuSite s;
+  std::string id;
+  if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char b[64] = {};
+    if (std::fgets(b, sizeof b, f)) id = b;
+    std::fclose(f);
+  }
+  if (id.empty()) {
+    char h[256] = {};
+    if (gethostname(h, sizeof h - 1) == 0) id = std::string("host:") + h;
+  }
+  uint64_t x = 0xcbf29ce484222325ULL;  // FNV-1a
+  for (unsigned char ch : id) x = (x ^ ch) * 0x100000001b3ULL;
+  s.machine = x;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int cpu = 0; cpu < 1024 && cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &set)) s.mask[cpu / 64] |= uint64_t{1} << (cpu % 64);
+  } else {
+    const unsigned hc = std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned cpu = 0; cpu < hc && cpu < 1024; ++cpu) s.mask[cpu / 64] |= uint64_t{1} << (cpu % 64);
+  }
+  return s;
+}
+
+void Problem::share_cores(const std::vector<CpuSite>& sites, int cores) {
+  cpu_group.clear();
+  cpu_cores.clear();
+  if (cores < 0 || sites.size() != static_cast<size_t>(n)) return;
+  std::vector<uint64_t> machines;
+  std::vector<int> group(sites.size());
+  std::vector<std::array<uint64_t, 16>> masks;
+  std::vector<int> members;
+  for (size_t r = 0; r < sites.size(); ++r) {
+    const auto it = std::find(machines.begin(), machines.end(), sites[r].machine);
+    const auto g = static_cast<size_t>(it - machines.begin());
+    if (it == machines.end()) {
+      machines.push_back(sites[r].machine);
+      masks.emplace_back();
+      masks.back().fill(0);
+      members.push_back(0);
+    }
+    group[r] = static_cast<int>(g);
+    for (size_t w = 0; w < 16; ++w) masks[g][w] |= sites[r].mask[w];
+    ++members[g];
+  }
+  std::vector<double> have(machines.size());
+  bool shared = false;
+  for (size_t g = 0; g < machines.size(); ++g) {
+    int c = 0;
+    for (uint64_t w : masks[g]) c += __builtin_popcountll(w);
+    have[g] = cores > 0 ? cores : std::max(1, c);
+    shared = shared || members[g] > have[g];
+  }
+  if (!shared) return;
+  cpu_group = std::move(group);
+  cpu_cores = std::move(have);
+}
+
+double Problem::ranks_per_core() const {
+  if (cpu_group.empty()) return 1.0;
+  std::vector<double> members(cpu_cores.size(), 0.0);
+  for (int g : cpu_group)
+    if (g >= 0 && static_cast<size_t>(g) < members.size()) members[static_cast<size_t>(g)] += 1.0;
+  double f = 1.0;
+  for (size_t g = 0; g < members.size(); ++g) f = std::max(f, members[g] / std::max(1.0, cpu_cores[g]));
+  return f;
+}
+
 Prediction predict(const std::string& scheme, const Problem& p, const Counts& c, const Link& link) {
   Prediction pr;
   pr.scheme = scheme;
@@ -360,8 +455,17 @@ Prediction predict(const std::string& scheme, const Problem& p, const Counts& c,
     pr.node_bytes += nb;
     pr.comm_s += static_cast<double>(hb) / link.bytes_per_s + static_cast<double>(nb) / link.node_bytes_per_s;
   }
-  pr.rows = work_rows(scheme, p, c);
-  pr.compute_s = link.entry_s * pr.rows + link.cpu_s(scheme, pr.rows, p);
+  // The compute term: each rank's CPU time from the rows it touches; the busiest rank's, or a group
+  // of ranks sharing cores its sum over them (they take turns).
+  const detail::SchemeRow* row = detail::find_scheme(scheme);
+  std::vector<double> rows(static_cast<size_t>(p.n)), cpu(static_cast<size_t>(p.n));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    rows[r] = row->work(p, c, r);
+    cpu[r] = link.entry_s * rows[r] + link.cpu_s(scheme, rows[r], p);
+  }
+  pr.rows = rows.empty() ? 0.0 : *std::max_element(rows.begin(), rows.end());
+  pr.cpu_rows = shared_max(p, rows);
+  pr.compute_s = shared_max(p, cpu);
   pr.seconds = pr.comm_s + pr.latency_s + pr.compute_s;
   return pr;
 }
@@ -423,7 +527,7 @@ double first_call_extra(const Prediction& p, double cold_calls) { return std::ma
 
 bool dominated(const Prediction& b, const Prediction& a) {
   return b.max_bytes >= a.max_bytes && b.host_bytes >= a.host_bytes && b.node_bytes >= a.node_bytes &&
-         b.latency_s >= a.latency_s && b.rows >= a.rows && b.compute_s >= a.compute_s && b.seconds >= a.seconds;
+         b.latency_s >= a.latency_s && b.cpu_rows >= a.cpu_rows && b.compute_s >= a.compute_s && b.seconds >= a.seconds;
 }
 
 int explore_drop_round(const ExploreLimits& l) { return l.trials > 1 ? 1 : 0; }

@@ -72,6 +72,7 @@ class Auto : public SparseAllreduce {
     ZEN_ENFORCE(a.sample_rows >= 1, "sparse allreduce (auto): sample_rows must be >= 1");
     ZEN_ENFORCE(a.bytes_per_s > 0 && a.alpha_s >= 0 && a.entry_s >= 0,
                 "sparse allreduce (auto): model link parameters must be positive");
+    site_ = model::CpuSite::here();  // where this rank runs: agreed in the statistics of each decision
     inner_opt_ = opt_;
     inner_opt_.validate = false;                     // validated once, by this wrapper
     inner_opt_.duplicates = DuplicatePolicy::Sum;    // rejected once, by this wrapper
@@ -194,8 +195,12 @@ class Auto : public SparseAllreduce {
                                             : std::min<uint64_t>(in.nnz, rows_.size() * stride);
       struct Rec {
         uint64_t k, sampled;
+        model::CpuSite site;
       };
-      const auto recs = comm_.allgather_value(Rec{mine_k, rows_.size()});
+      const auto recs = comm_.allgather_value(Rec{mine_k, rows_.size(), site_});
+      std::vector<model::CpuSite> sites(un);
+      for (size_t r = 0; r < un; ++r) sites[r] = recs[r].site;
+      prob.share_cores(sites, a.cores);
       std::vector<uint64_t> k(un);
       std::vector<size_t> bytes(un), displ(un);
       size_t tot = 0;
@@ -229,9 +234,10 @@ class Auto : public SparseAllreduce {
         << " k/rank=" << *std::min_element(counts.k.begin(), counts.k.end());
     if (n > 1) why << ".." << *std::max_element(counts.k.begin(), counts.k.end());
     why << " union~" << counts.K << (stride == 1 ? " (exact)" : " (sample 1/" + std::to_string(stride) + ")");
+    if (!prob.cpu_group.empty()) why << "; shared cores: " << prob.ranks_per_core() << " ranks per core";
     why << "; model:";
     for (const auto& p : pred)
-      why << " " << p.scheme << " " << fmt_time(p.seconds) << " (" << p.max_bytes << " B, " << static_cast<uint64_t>(p.rows)
+      why << " " << p.scheme << " " << fmt_time(p.seconds) << " (" << p.max_bytes << " B, " << static_cast<uint64_t>(p.cpu_rows)
           << " rows)";
 
     // Dense fallback on bytes.
@@ -369,6 +375,7 @@ class Auto : public SparseAllreduce {
   }
 
   SchemeOptions inner_opt_;
+  model::CpuSite site_;
   std::vector<std::string> candidates_;
   std::map<std::string, std::unique_ptr<SparseAllreduce>> schemes_;
   std::vector<int64_t> rows_;
@@ -387,14 +394,15 @@ class Auto : public SparseAllreduce {
 }  // namespace
 
 // This machine's CPU terms per scheme (2 cores, shared memory; docs/cost-model.md "CPU terms"):
-// `scripts/calibrate_auto.sh` on 2026-12-04 (n = 2 and 4, load average about 2), seconds beyond the link's bytes
-// per value touched, per dense value touched (model::dense_values: never for a sparse scheme with a
-// sparse result) and per row touched. Another machine passes its own (zen_perf --auto-cpu,
-// SchemeOptions::Auto::cpu); `none` is the link-only model.
+// `scripts/calibrate_auto.sh bench-out/cal10` on 2026-12-04 (n = 2 and 4; at n = 4 the ranks share
+// the cores, "Shared cores"), seconds beyond the link's bytes per value touched, per dense value
+// touched (model::dense_values: never for a sparse scheme with a sparse result) and per row touched.
+// Another machine passes its own (zen_perf --auto-cpu, SchemeOptions::Auto::cpu); `none` is the
+// link-only model.
 std::vector<SchemeOptions::Auto::CpuTerm> SchemeOptions::Auto::default_cpu() {
-  return {{"allgather", 3.76e-10, 8.31e-11, 6.17e-09},  {"balanced", 5.97e-10, 2.14e-10, 8.54e-09},
-          {"dense_native", 0, 0, 0},                    {"omnireduce", 1.49e-09, 6.06e-10, 1.79e-09},
-          {"sparcml", 1.08e-09, 1.87e-10, 2.4e-08},     {"sparse_ps", 0, 2.28e-10, 1.02e-08}};
+  return {{"allgather", 5.85e-10, 3.65e-11, 8.26e-09},  {"balanced", 7.23e-10, 2.18e-10, 9.42e-09},
+          {"dense_native", 0, 0, 0},                    {"omnireduce", 1.53e-09, 3.98e-10, 2.25e-09},
+          {"sparcml", 1.29e-09, 3.06e-10, 1.68e-08},    {"sparse_ps", 1.75e-10, 2.76e-10, 1.02e-08}};
 }
 
 std::unique_ptr<SparseAllreduce> make_auto(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt) {

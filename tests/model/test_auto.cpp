@@ -17,6 +17,7 @@
 #include "zen/comm/loopback.hpp"
 #include "zen/model/cost_model.hpp"
 #include "zen/trace/generators.hpp"
+#include "zen/detail/thread_pool.hpp"
 #include "zen/trace/trace.hpp"
 
 using namespace zen;
@@ -32,6 +33,7 @@ struct Choice {
 };
 Choice model_choice(const test::Case& c, int n, SchemeOptions opt, bool sparse_out = true) {
   opt.autotune.explore_within = 1.0;
+  if (opt.autotune.cores == 0) opt.autotune.cores = -1;  // as model_argmin: no machine's cores shared
   std::vector<Choice> got(static_cast<size_t>(n));
   loopback::run(n, [&](Communicator& comm) {
     test::Input in;
@@ -71,6 +73,32 @@ test::Case disjoint_case(int n, uint64_t R, size_t k) {
   for (int r = 0; r < n; ++r)
     for (size_t i = 0; i < k; ++i) test::add_row(c, r, static_cast<int64_t>((static_cast<uint64_t>(r) * k + i) * (R / (n * k))), g);
   return c;
+}
+
+// Ranks in one process (loopback threads) run on one machine: auto finds that they share its cores
+// (same kernel boot id, the union of their affinity masks) when they outnumber them, and its
+// decision names the ranks per core; a set number of cores (1) always shares, cores < 0 never.
+TEST(Auto, RanksOnOneMachineShareItsCores) {
+  const int n = 4;
+  const test::Case c = test::make_case("half", n, 0);
+  for (int cores : {1, -1, 0}) {
+    SchemeOptions opt = c.opt;
+    opt.autotune.cores = cores;
+    opt.autotune.explore_within = 1.0;
+    std::vector<std::string> why(static_cast<size_t>(n));
+    loopback::run(n, [&](Communicator& comm) {
+      test::Input in;
+      test::make_input(c, comm.rank(), in);
+      auto s = make_scheme("auto", comm, c.spec(), opt);
+      SparseTensor out;
+      s->run(in.view, out);
+      why[static_cast<size_t>(comm.rank())] = s->report().decision;
+    });
+    for (const auto& w : why) EXPECT_EQ(w, why[0]) << "ranks disagree";
+    const bool shared = cores == 1 || (cores == 0 && detail::affinity_cores() < n);
+    const std::string want = cores == 1 ? "shared cores: 4 ranks per core" : "shared cores: ";
+    EXPECT_EQ(why[0].find(want) != std::string::npos, shared) << "cores " << cores << ": " << why[0];
+  }
 }
 
 // hierarchical_sparse is a default candidate only when the ranks form several nodes of several ranks

@@ -129,6 +129,75 @@ TEST(CostModel, CpuTermsChargeDenseValuesOnlyWhereTheSchemeTouchesThem) {
   }
 }
 
+// Ranks that share cores take turns: a machine's ranks are charged their summed CPU time over its
+// cores when that is more than the busiest rank's (docs/cost-model.md, "Shared cores"). With one
+// core the charge is the sum over the ranks, so the charge at c cores is max(busiest, sum / c),
+// exactly, for every scheme; machines are apart (their own sums); and a scheme whose work sits on
+// one rank (sparse_ps with every row in the first key range) gains less from the cores it does not use.
+TEST(CostModel, RanksSharingCoresAreChargedTheirSumOverTheCores) {
+  const int n = 4;
+  const uint64_t R = uint64_t{1} << 18;
+  model::Problem p = problem(n, R, 1);
+  auto rows = workload(n, R, 3000, 0.5, 7);
+  for (auto& r : rows)  // a third of each rank's rows in sparse_ps's first key range, on top
+    for (int64_t i = 0; i < 1500; ++i) r.push_back(i * 40 + static_cast<int64_t>(&r - rows.data()));
+  const model::Counts c = model::count_exact(p, rows);
+  const model::Link link{20e-6, 1e-6, 1e9, 0, {{"allgather", 0, 0, 1e-9}, {"balanced", 0, 0, 1e-9}, {"sparse_ps", 0, 0, 1e-9}, {"sparcml", 0, 0, 1e-9}}};
+  auto site = [](uint64_t machine, int cpus) {
+    model::CpuSite s;
+    s.machine = machine;
+    for (int cpu = 0; cpu < cpus; ++cpu) s.mask[cpu / 64] |= uint64_t{1} << (cpu % 64);
+    return s;
+  };
+  const std::vector<model::CpuSite> one_machine(n, site(7, 1));
+  for (const char* s : {"allgather", "balanced", "sparse_ps", "sparcml"}) {
+    const model::Prediction own = model::predict(s, p, c, link);
+    EXPECT_EQ(own.cpu_rows, own.rows) << s;  // no groups: the busiest rank's
+    EXPECT_DOUBLE_EQ(own.compute_s, 1e-9 * own.rows) << s;
+    model::Problem q = p;
+    q.share_cores(one_machine, 0);  // four ranks on one core (the mask's)
+    ASSERT_EQ(q.cpu_group.size(), static_cast<size_t>(n));
+    EXPECT_DOUBLE_EQ(q.ranks_per_core(), 4.0);
+    const double sum = model::predict(s, q, c, link).cpu_rows;
+    EXPECT_GT(sum, own.rows) << s;
+    for (int cores : {2, 3}) {
+      q.share_cores(one_machine, cores);
+      const model::Prediction pr = model::predict(s, q, c, link);
+      EXPECT_DOUBLE_EQ(pr.cpu_rows, std::max(own.rows, sum / cores)) << s << " cores " << cores;
+      EXPECT_DOUBLE_EQ(pr.compute_s, 1e-9 * pr.cpu_rows) << s;
+      EXPECT_DOUBLE_EQ(pr.seconds, pr.comm_s + pr.latency_s + pr.compute_s) << s;
+      EXPECT_EQ(pr.rows, own.rows) << s;
+    }
+    // Two machines of two ranks, one core each: each machine's sum, the larger charged.
+    q.share_cores({site(1, 1), site(1, 1), site(2, 1), site(2, 1)}, 0);
+    const double two = model::predict(s, q, c, link).cpu_rows;
+    EXPECT_LT(two, sum) << s;
+    EXPECT_GE(two, sum / 2) << s;
+  }
+  // Cores enough for the ranks, or one machine per rank, or cores < 0: no groups.
+  model::Problem q = p;
+  q.share_cores(std::vector<model::CpuSite>(n, site(7, 4)), 0);
+  EXPECT_TRUE(q.cpu_group.empty());
+  q.share_cores({site(1, 1), site(2, 1), site(3, 1), site(4, 1)}, 0);
+  EXPECT_TRUE(q.cpu_group.empty());
+  q.share_cores(one_machine, -1);
+  EXPECT_TRUE(q.cpu_group.empty());
+  EXPECT_DOUBLE_EQ(q.ranks_per_core(), 1.0);
+  // Two ranks per core: allgather's ranks all work alike (charged twice its busiest rank's rows),
+  // sparse_ps's first owner carries most of the sums (charged less than twice).
+  q.share_cores(one_machine, 2);
+  const model::Prediction ag = model::predict("allgather", q, c, link), ps = model::predict("sparse_ps", q, c, link);
+  EXPECT_GT(ag.cpu_rows, 1.9 * ag.rows);
+  EXPECT_LT(ps.cpu_rows / ps.rows, ag.cpu_rows / ag.rows - 0.2);
+  // Where this rank runs: a machine and at least one CPU, the same on every call.
+  const model::CpuSite here = model::CpuSite::here(), again = model::CpuSite::here();
+  EXPECT_NE(here.machine, 0u);
+  EXPECT_EQ(here.machine, again.machine);
+  int cpus = 0;
+  for (uint64_t w : here.mask) cpus += __builtin_popcountll(w);
+  EXPECT_GE(cpus, 1);
+}
+
 // hierarchical_sparse per node size: a stride-1 sample gives the exact counts' bytes (its node split
 // included), a 1/16 sample comes close, and the node-aware time sees what it saves: each node's link
 // carries the node's union once instead of once per rank (the scheme tests hold the exact bytes
@@ -303,20 +372,22 @@ TEST(AutoExplore, TwentyCallMeanWithinTenPercentOfTheBest) {
   EXPECT_GT(worst, 1.0);
 }
 
-// A candidate the model's best dominates (as many bytes, latency and rows or more) is never measured:
-// with one cost per row for every scheme nothing the model knows could make it faster (n = 2:
-// sparcml moves allgather's bytes and touches more rows). A candidate with fewer bytes, or fewer
-// rows, or less latency is not dominated.
+// A candidate the model's best dominates (as many bytes, latency and charged rows or more) is never
+// measured: with one cost per row for every scheme nothing the model knows could make it faster
+// (n = 2: sparcml moves allgather's bytes and touches more rows). A candidate with fewer bytes, or
+// fewer charged rows, or less latency is not dominated.
 TEST(AutoExplore, DominatedCandidateIsNotMeasured) {
   model::Prediction a;
-  a.max_bytes = 1000, a.rows = 100, a.latency_s = 2e-5, a.comm_s = 3e-4, a.seconds = 3.2e-4;
+  a.max_bytes = 1000, a.cpu_rows = 100, a.latency_s = 2e-5, a.comm_s = 3e-4, a.seconds = 3.2e-4;
   model::Prediction b = a;
   EXPECT_TRUE(model::dominated(b, a));  // equal: measuring cannot tell them apart in the model
-  b.rows = 133;
+  b.cpu_rows = 133;
   EXPECT_TRUE(model::dominated(b, a));
   b.max_bytes = 999;  // fewer bytes: may be faster where bytes cost more than rows
   EXPECT_FALSE(model::dominated(b, a));
-  b = a, b.rows = 99;
+  b = a, b.rows = 500;  // more on the busiest rank, but charged the same (ranks share cores)
+  EXPECT_TRUE(model::dominated(b, a));
+  b = a, b.cpu_rows = 99;
   EXPECT_FALSE(model::dominated(b, a));
   b = a, b.latency_s = 1e-5;
   EXPECT_FALSE(model::dominated(b, a));
@@ -331,6 +402,8 @@ TEST(AutoExplore, DominatedCandidateIsNotMeasured) {
   const model::Prediction ag = model::predict("allgather", p, c, link), sc = model::predict("sparcml", p, c, link);
   EXPECT_DOUBLE_EQ(sc.seconds, ag.seconds);
   EXPECT_GT(sc.rows, ag.rows);
+  EXPECT_EQ(sc.cpu_rows, sc.rows);  // no shared cores: the busiest rank's rows are charged
+  EXPECT_GT(sc.cpu_rows, ag.cpu_rows);
   EXPECT_TRUE(model::dominated(sc, ag));
   EXPECT_FALSE(model::dominated(ag, sc));
   // With the default CPU terms sparcml's rows cost more than allgather's: still dominated, now slower.

@@ -18,6 +18,16 @@
 
 namespace zen::model {
 
+/// Where a rank runs, for the compute term of ranks that share cores (Problem::share_cores): its
+/// machine (a hash of the kernel's boot id, which every network namespace of one machine shares; of
+/// the host name where the boot id cannot be read) and the CPUs its affinity mask allows.
+struct CpuSite {
+  uint64_t machine = 0;
+  uint64_t mask[16] = {};  ///< bit c: CPU c (the first 1024)
+  /// This thread's site.
+  static CpuSite here();
+};
+
 /// What the bytes depend on besides the index sets.
 struct Problem {
   uint64_t rows = 0;  ///< R = N / D
@@ -29,6 +39,17 @@ struct Problem {
   /// caller with a communicator whose opt.node_size is 0 sets it from ranks_on_node().
   int node_size = 1;
   SchemeOptions opt;       ///< seed (h0), pull, block_size, sparcml_dense_switch
+  /// Ranks that share cores (docs/cost-model.md, "Shared cores"): cpu_group[r] is rank r's group,
+  /// cpu_cores[g] the cores group g's ranks run on. Empty: every rank has cores of its own, and the
+  /// compute term is the busiest rank's; else it is also each group's CPU time over its cores.
+  std::vector<int> cpu_group;
+  std::vector<double> cpu_cores;
+  /// Groups the ranks by machine (CpuSite::machine; one site per rank): a group's cores are the
+  /// union of its ranks' masks when `cores` is 0, `cores` when > 0; `cores` < 0 clears the groups
+  /// (SchemeOptions::Auto::cores). Cleared too when no group's ranks outnumber its cores.
+  void share_cores(const std::vector<CpuSite>& sites, int cores);
+  /// Most ranks per core of any group (1 without groups): what the dense term is charged times.
+  double ranks_per_core() const;
   static Problem of(const TensorSpec& spec, int n, const SchemeOptions& opt, bool sparse_out);
   uint64_t N() const { return rows * D; }
 };
@@ -134,7 +155,10 @@ struct Prediction {
   std::string scheme;
   double seconds = 0;
   double comm_s = 0, latency_s = 0, compute_s = 0;
-  double rows = 0;  ///< work_rows: rows touched on the busiest rank (the compute term's count)
+  double rows = 0;  ///< work_rows: rows touched on the busiest rank
+  /// The rows the compute term charges: the busiest rank's or, where ranks share cores
+  /// (Problem::cpu_group), a group's rows over its cores, whichever is more.
+  double cpu_rows = 0;
   uint64_t max_bytes = 0;  ///< most bytes any rank sends or receives in one call
   /// Problem::node_size > 1: bytes through the busiest node's link (sent or received, summed over its
   /// ranks; a flat scheme's bytes counted as spread evenly over its peers) and the most bytes a rank
@@ -162,8 +186,8 @@ struct ExploreLimits {
   static ExploreLimits of(const SchemeOptions::Auto& a);
 };
 /// Whether the model leaves `b` no way to beat `a`: b moves at least as many bytes (per rank, through
-/// a node's link and inside a node), pays at least the latency, touches at least as many rows and is
-/// predicted no faster. Auto never measures a candidate dominated by the model's best one: with the
+/// a node's link and inside a node), pays at least the latency, is charged at least as many rows
+/// (Prediction::cpu_rows) and is predicted no faster. Auto never measures a candidate dominated by the model's best one: with the
 /// same cost per row for every scheme (no CPU term sets them apart) measuring it can only cost time
 /// (at n = 2 sparcml moves allgather's bytes and touches more rows; docs/cost-model.md, "Exploration").
 bool dominated(const Prediction& b, const Prediction& a);

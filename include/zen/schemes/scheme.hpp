@@ -103,6 +103,11 @@ struct SchemeOptions {
     /// scripts/bench_fastpath.sh's 20-call runs (2026-12-04: 8.3, quartiles 1.6 and 15).
     double cold_calls = 8.0;
     uint64_t sample_rows = 1024;          ///< per-rank hash-sample target for the statistics (exact below it)
+    /// Cores that ranks on one machine share, for the model's compute term (model::Problem::share_cores;
+    /// docs/cost-model.md, "Shared cores"): 0 finds them (ranks with the same kernel boot id share
+    /// one machine, whose cores are the union of their affinity masks), > 0 sets them per machine,
+    /// < 0: ranks never share cores (the busiest rank's CPU time is the term).
+    int cores = 0;
     double alpha_s = 20e-6;               ///< model latency per message round
     double message_s = 1e-6;              ///< model overhead per message
     double bytes_per_s = 25e9 / 8.0;      ///< model per-rank bandwidth
