@@ -31,27 +31,50 @@ int part_of(uint64_t x, uint64_t total, int n) {
   return static_cast<int>(rem + (x - rem * (q + 1)) / q);
 }
 
+/// A rank's sample rows where they lie (the caller's vector or buffer, or a merged union).
+struct Run {
+  const int64_t* p = nullptr;
+  size_t n = 0;
+  Run() = default;
+  Run(const int64_t* ptr, size_t len) : p(ptr), n(len) {}
+  explicit Run(const std::vector<int64_t>& v) : p(v.data()), n(v.size()) {}
+  const int64_t* begin() const { return p; }
+  const int64_t* end() const { return p + n; }
+  size_t size() const { return n; }
+  int64_t operator[](size_t i) const { return p[i]; }
+};
+
 /// Sorted union of two ascending runs of distinct rows, into out (cleared).
-void merge_unique(const std::vector<int64_t>& a, const std::vector<int64_t>& b, std::vector<int64_t>& out) {
+void merge_unique(Run a, Run b, std::vector<int64_t>& out) {
   out.clear();
   out.reserve(a.size() + b.size());
   std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
 }
 
-/// The samples as ascending runs of distinct rows: the caller's own when they are (auto's
-/// statistics sort them), else sorted copies in `own`.
-const std::vector<std::vector<int64_t>>& ascending(const std::vector<std::vector<int64_t>>& sample,
-                                                   std::vector<std::vector<int64_t>>& own) {
-  bool ok = true;
-  for (const auto& s : sample) ok = ok && std::adjacent_find(s.begin(), s.end(), std::greater_equal<int64_t>()) == s.end();
-  if (ok) return sample;
-  own = sample;
-  for (auto& s : own) {
+/// The samples as ascending runs of distinct rows: the caller's own where they are (auto's
+/// statistics sort them), else sorted copies kept in `own`.
+std::vector<Run> ascending(const std::vector<Run>& sample, std::vector<std::vector<int64_t>>& own) {
+  std::vector<Run> asc = sample;
+  own.reserve(sample.size());
+  for (auto& r : asc) {
+    if (std::adjacent_find(r.begin(), r.end(), std::greater_equal<int64_t>()) == r.end()) continue;
+    own.emplace_back(r.begin(), r.end());
+    auto& s = own.back();
     std::sort(s.begin(), s.end());
     s.erase(std::unique(s.begin(), s.end()), s.end());
+    r = Run(s);
   }
-  return own;
+  return asc;
 }
+
+std::vector<Run> runs_of(const std::vector<std::vector<int64_t>>& sample) {
+  std::vector<Run> runs;
+  runs.reserve(sample.size());
+  for (const auto& s : sample) runs.emplace_back(s);
+  return runs;
+}
+
+Counts estimate_runs(const Problem& p, const std::vector<Run>& sample, const std::vector<uint64_t>& k, uint64_t stride);
 
 uint64_t scaled(uint64_t count, uint64_t stride, uint64_t cap) { return std::min(cap, count * stride); }
 
@@ -83,7 +106,7 @@ std::vector<uint64_t> proportional(uint64_t total, const std::vector<uint64_t>& 
 // chunk the Counts of its inter-node balanced, whose rank g holds the union of node g's rows in the
 // chunk (as chunk positions). Skipped for problems with node_size 0 (the inner problems themselves)
 // or a node size that does not divide n.
-void node_split_counts(const Problem& p, const std::vector<std::vector<int64_t>>& sample, const std::vector<uint64_t>& k,
+void node_split_counts(const Problem& p, const std::vector<Run>& sample, const std::vector<uint64_t>& k,
                        uint64_t stride, Counts& c) {
   const int n = p.n, L = p.node_size;
   if (L < 1 || n % L != 0) return;
@@ -127,7 +150,7 @@ void node_split_counts(const Problem& p, const std::vector<std::vector<int64_t>>
       for (size_t l = 0; l < uL; ++l) v = std::max(v, c.hs_push[g * uL + l][j]);  // a union holds each member
       kin[g] = std::min(v, mj);
     }
-    c.hs_inner[j] = estimate_from_sample(ip, node[j], kin, stride);
+    c.hs_inner[j] = estimate_runs(ip, runs_of(node[j]), kin, stride);
   }
 }
 
@@ -147,6 +170,20 @@ Problem Problem::of(const TensorSpec& spec, int n, const SchemeOptions& opt, boo
 
 Counts estimate_from_sample(const Problem& p, const std::vector<std::vector<int64_t>>& sample,
                             const std::vector<uint64_t>& k, uint64_t stride) {
+  return estimate_runs(p, runs_of(sample), k, stride);
+}
+
+Counts estimate_from_sample(const Problem& p, const int64_t* rows, const std::vector<size_t>& sizes,
+                            const std::vector<uint64_t>& k, uint64_t stride) {
+  std::vector<Run> runs;
+  runs.reserve(sizes.size());
+  for (size_t at = 0, r = 0; r < sizes.size(); at += sizes[r], ++r) runs.emplace_back(rows + at, sizes[r]);
+  return estimate_runs(p, runs, k, stride);
+}
+
+namespace {
+
+Counts estimate_runs(const Problem& p, const std::vector<Run>& sample, const std::vector<uint64_t>& k, uint64_t stride) {
   const int n = p.n;
   ZEN_ENFORCE(n >= 1 && static_cast<int>(sample.size()) == n && static_cast<int>(k.size()) == n,
               "cost model: need the sample and row count of each of the " + std::to_string(n) + " ranks");
@@ -158,7 +195,7 @@ Counts estimate_from_sample(const Problem& p, const std::vector<std::vector<int6
   const Partitioner part = Partitioner::make(R, static_cast<uint32_t>(n), p.opt.seed);
 
   std::vector<std::vector<int64_t>> own;
-  const auto& asc = ascending(sample, own);
+  const std::vector<Run> asc = ascending(sample, own);
 
   // Unions, in SparCML's groups (estimate of its merged states): at level 0 rank r < P with its fold
   // partner r + P; at level s the 2^s ranks sharing r's bits above s (with their partners), the union
@@ -167,17 +204,22 @@ Counts estimate_from_sample(const Problem& p, const std::vector<std::vector<int6
   int L = 0;
   while ((1 << L) < P) ++L;
   const auto uP = static_cast<size_t>(P);
-  std::vector<std::vector<std::vector<int64_t>>> level(static_cast<size_t>(L) + 1);  // [s][base >> s]
+  // A group of one rank is its sample, not a copy; the merged unions (at most n) live in `merged`.
+  std::vector<std::vector<Run>> level(static_cast<size_t>(L) + 1);  // [s][base >> s]
+  std::vector<std::vector<int64_t>> merged;
+  merged.reserve(un);
+  auto merge = [&](Run a, Run b) {
+    merged.emplace_back();
+    merge_unique(a, b, merged.back());
+    return Run(merged.back());
+  };
   level[0].resize(uP);
-  for (size_t r = 0; r < uP; ++r) {
-    if (r + uP < un) merge_unique(asc[r], asc[r + uP], level[0][r]);
-    else level[0][r] = asc[r];
-  }
+  for (size_t r = 0; r < uP; ++r) level[0][r] = r + uP < un ? merge(asc[r], asc[r + uP]) : asc[r];
   for (size_t s = 1; s <= static_cast<size_t>(L); ++s) {
     level[s].resize(uP >> s);
-    for (size_t g = 0; g < (uP >> s); ++g) merge_unique(level[s - 1][2 * g], level[s - 1][2 * g + 1], level[s][g]);
+    for (size_t g = 0; g < (uP >> s); ++g) level[s][g] = merge(level[s - 1][2 * g], level[s - 1][2 * g + 1]);
   }
-  const std::vector<int64_t>& uni = level[static_cast<size_t>(L)][0];
+  const Run uni = level[static_cast<size_t>(L)][0];
   c.K = scaled(uni.size(), stride, R);
 
   // Per-owner loads: sample proportions of each rank's k (h0 owners, key ranges); union per owner.
@@ -246,7 +288,7 @@ Counts estimate_from_sample(const Problem& p, const std::vector<std::vector<int6
     c.om_mask.assign(un, std::vector<uint64_t>(un, 0));
     c.om_V_rows.assign(un, 0);
     c.om_V_mask.assign(un, 0);
-    auto blocks_of = [&](const std::vector<int64_t>& rows) {
+    auto blocks_of = [&](Run rows) {
       std::vector<uint64_t> b;
       b.reserve(rows.size());
       for (int64_t x : rows) b.push_back(static_cast<uint64_t>(x) / BR);
@@ -269,6 +311,8 @@ Counts estimate_from_sample(const Problem& p, const std::vector<std::vector<int6
   node_split_counts(p, sample, k, stride, c);
   return c;
 }
+
+}  // namespace
 
 Counts count_exact(const Problem& p, const std::vector<std::vector<int64_t>>& rows) {
   ZEN_ENFORCE(static_cast<int>(rows.size()) == p.n,

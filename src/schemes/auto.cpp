@@ -27,7 +27,6 @@
 #include <cstdio>
 #include <map>
 #include <memory>
-#include <sstream>
 
 #include "plan_util.hpp"
 #include "scheme_row.hpp"
@@ -52,6 +51,13 @@ const detail::SchemeRow& row_of(const std::string& name) {
   return *r;
 }
 
+/// A number as an ostream writes it by default (6 significant digits).
+std::string fmt_num(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", x);
+  return b;
+}
+
 std::string fmt_time(double s) {
   char b[32];
   if (s >= 1e-3) std::snprintf(b, sizeof b, "%.3g ms", s * 1e3);
@@ -60,6 +66,8 @@ std::string fmt_time(double s) {
 }
 
 class Auto : public SparseAllreduce {
+  static constexpr size_t kSmallSort = 4096;  // samples up to this many rows are sorted by std::sort
+
  public:
   Auto(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt) : SparseAllreduce(comm, spec, opt) {
     const auto& a = opt_.autotune;
@@ -72,6 +80,7 @@ class Auto : public SparseAllreduce {
     ZEN_ENFORCE(a.sample_rows >= 1, "sparse allreduce (auto): sample_rows must be >= 1");
     ZEN_ENFORCE(a.bytes_per_s > 0 && a.alpha_s >= 0 && a.entry_s >= 0,
                 "sparse allreduce (auto): model link parameters must be positive");
+    link_ = model::Link::of(a);
     site_ = model::CpuSite::here();  // where this rank runs: agreed in the statistics of each decision
     inner_opt_ = opt_;
     inner_opt_.validate = false;                     // validated once, by this wrapper
@@ -181,7 +190,13 @@ class Auto : public SparseAllreduce {
       // The whole input sorted and unique (a coalesced gradient): k = nnz.
       const bool increasing = in.index_type == IndexType::I32 ? sample_pass(static_cast<const int32_t*>(in.indices), in.nnz, stride)
                                                               : sample_pass(static_cast<const int64_t*>(in.indices), in.nnz, stride);
-      if (!increasing) {  // radix sort (rows < R): a third of std::sort's time on 40k rows
+      if (!increasing && rows_.size() <= kSmallSort) {
+        // A sample of about sample_rows: std::sort in place (6 us for 870 rows here) touches no
+        // memory beyond the rows, where the radix sort's histograms (32 KB of stack) and buffer are
+        // fresh pages in a job's first call (a dozen page faults, 2-3 us each here).
+        std::sort(rows_.begin(), rows_.end());
+        rows_.erase(std::unique(rows_.begin(), rows_.end()), rows_.end());
+      } else if (!increasing) {  // radix sort (rows < R): a third of std::sort's time on 40k rows
         sort_tmp_.resize(rows_.size());
         static_assert(sizeof(int64_t) == sizeof(uint64_t));
         detail::radix_sort_u64(reinterpret_cast<uint64_t*>(rows_.data()), sort_tmp_.data(), rows_.size(), 0,
@@ -212,14 +227,12 @@ class Auto : public SparseAllreduce {
       }
       std::vector<int64_t> all(tot / sizeof(int64_t));
       comm_.allgatherv(rows_.data(), bytes[static_cast<size_t>(comm_.rank())], all.data(), bytes.data(), displ.data());
-      std::vector<std::vector<int64_t>> sample(un);
-      for (size_t r = 0; r < un; ++r)
-        sample[r].assign(all.begin() + static_cast<std::ptrdiff_t>(displ[r] / 8),
-                         all.begin() + static_cast<std::ptrdiff_t>((displ[r] + bytes[r]) / 8));
-      counts = model::estimate_from_sample(prob, sample, k, stride);
+      std::vector<size_t> sizes(un);
+      for (size_t r = 0; r < un; ++r) sizes[r] = recs[r].sampled;
+      counts = model::estimate_from_sample(prob, all.data(), sizes, k, stride);  // read where they arrived
       counts.entries.assign(nnzs.begin(), nnzs.end());
     }
-    const model::Link link = model::Link::of(a);
+    const model::Link& link = link_;
     std::vector<model::Prediction> pred;
     for (const auto& c : candidates_) {
       if (row_of(c).has(detail::kNeedsBlockCounts) && !counts.has_omnireduce()) continue;  // needs exact block sets
@@ -229,16 +242,17 @@ class Auto : public SparseAllreduce {
     std::stable_sort(pred.begin(), pred.end(), [](const auto& x, const auto& y) { return x.seconds < y.seconds; });
     ZEN_ENFORCE(!pred.empty(), "sparse allreduce (auto): no candidate the model can evaluate");
 
-    std::ostringstream why;
-    why << "n=" << n << " N=" << spec_.dense_len << " D=" << spec_.row_width
-        << " k/rank=" << *std::min_element(counts.k.begin(), counts.k.end());
-    if (n > 1) why << ".." << *std::max_element(counts.k.begin(), counts.k.end());
-    why << " union~" << counts.K << (stride == 1 ? " (exact)" : " (sample 1/" + std::to_string(stride) + ")");
-    if (!prob.cpu_group.empty()) why << "; shared cores: " << prob.ranks_per_core() << " ranks per core";
-    why << "; model:";
+    // The explanation, built with appends (an ostringstream's first use in a job costs more than the
+    // rest of the model: auto's first call is its statistics' cold call).
+    std::string why = "n=" + std::to_string(n) + " N=" + std::to_string(spec_.dense_len) + " D=" + std::to_string(spec_.row_width) +
+                      " k/rank=" + std::to_string(*std::min_element(counts.k.begin(), counts.k.end()));
+    if (n > 1) why += ".." + std::to_string(*std::max_element(counts.k.begin(), counts.k.end()));
+    why += " union~" + std::to_string(counts.K) + (stride == 1 ? " (exact)" : " (sample 1/" + std::to_string(stride) + ")");
+    if (!prob.cpu_group.empty()) why += "; shared cores: " + fmt_num(prob.ranks_per_core()) + " ranks per core";
+    why += "; model:";
     for (const auto& p : pred)
-      why << " " << p.scheme << " " << fmt_time(p.seconds) << " (" << p.max_bytes << " B, " << static_cast<uint64_t>(p.cpu_rows)
-          << " rows)";
+      why += " " + p.scheme + " " + fmt_time(p.seconds) + " (" + std::to_string(p.max_bytes) + " B, " +
+             std::to_string(static_cast<uint64_t>(p.cpu_rows)) + " rows)";
 
     // Dense fallback on bytes.
     uint64_t best_sparse = UINT64_MAX, dense = 0;
@@ -265,7 +279,7 @@ class Auto : public SparseAllreduce {
     if (have_dense && n > 1 && best_sparse != UINT64_MAX && best_sparse > dense) {
       chosen_ = fallback->name;
       why_ = "auto chose " + chosen_ + " (" + cause + "): dense fallback, every sparse scheme moves more bytes than a dense allreduce (" +
-             std::to_string(best_sparse) + " B > " + std::to_string(dense) + " B); " + why.str();
+             std::to_string(best_sparse) + " B > " + std::to_string(dense) + " B); " + why;
       return;
     }
     // The ones the model's best does not dominate (model::dominated) may be measured, in model order.
@@ -284,21 +298,21 @@ class Auto : public SparseAllreduce {
     const size_t m = model::explore_count(secs, lim, first);
     if (m <= 1 || n == 1) {
       const size_t close = n > 1 ? model::explore_window(secs, lim) : 0;  // kept out by the budget
-      std::ostringstream b;
+      std::string b;
       if (close > 0) {  // model only (window <= 1): nothing to defer
-        b << " (" << close << " within " << a.explore_within << "x not measured yet: their trials and first calls would cost more than "
-          << lim.budget << " calls of it";
+        b += " (" + std::to_string(close) + " within " + fmt_num(a.explore_within) + "x not measured yet: their trials and first calls would cost more than " +
+             fmt_num(lim.budget) + " calls of it";
         // The budget grows by explore_share calls per call (from the base budget: calls_ counts from
         // this decision): the call from which the closest one is affordable.
         measure_at_ = model::calls_until_affordable(secs, model::ExploreLimits::of(a), first, a.explore_share);
         if (measure_at_ > 0 && (a.reevaluate_every <= 0 || measure_at_ < static_cast<uint64_t>(a.reevaluate_every)))
-          b << "; measured after " << measure_at_ << " calls";
-        b << ")";
+          b += "; measured after " + std::to_string(measure_at_) + " calls";
+        b += ")";
       }
       chosen_ = pred.front().scheme;
       why_ = "auto chose " + chosen_ + " (" + cause + "): lowest predicted time" +
-             (open.size() < pred.size() ? " (" + std::to_string(pred.size() - open.size()) + " dominated by it)" : "") + b.str() +
-             "; " + why.str();
+             (open.size() < pred.size() ? " (" + std::to_string(pred.size() - open.size()) + " dominated by it)" : "") + b +
+             "; " + why;
       return;
     }
     // Round 0 measures all m (cold); end_round() drops the far-off ones and plans the next rounds.
@@ -312,7 +326,7 @@ class Auto : public SparseAllreduce {
     for (size_t i = 0; i < m; ++i) trial_of_.push_back(i);
     trial_times_.assign(trials_.size(), 0.0);
     chosen_ = explored_.front();
-    model_text_ = why.str();
+    model_text_ = why;
     cause_ = cause;
     why_ = "auto exploring " + std::to_string(m) + " candidates (" + cause + "); " + model_text_;
   }
@@ -363,19 +377,19 @@ class Auto : public SparseAllreduce {
     for (size_t i : alive)
       if (best_[i] < best_[pick]) pick = i;
     chosen_ = explored_[pick];
-    std::ostringstream w;
-    w << "auto chose " << chosen_ << " (" << cause_ << "): fastest measured of";
+    std::string w = "auto chose " + chosen_ + " (" + cause_ + "): fastest measured of";
     for (size_t c = 0; c < explored_.size(); ++c) {
       const bool dropped = std::find(alive.begin(), alive.end(), c) == alive.end();
-      w << " " << explored_[c] << " " << fmt_time(std::isfinite(best_[c]) ? best_[c] : cold_[c])
-        << (std::isfinite(best_[c]) ? "" : " (cold)") << (dropped ? " (dropped)" : "");
+      w += " " + explored_[c] + " " + fmt_time(std::isfinite(best_[c]) ? best_[c] : cold_[c]) +
+           (std::isfinite(best_[c]) ? "" : " (cold)") + (dropped ? " (dropped)" : "");
     }
-    w << " (slowest rank, " << round_ << " round(s)); " << model_text_;
-    why_ = w.str();
+    w += " (slowest rank, " + std::to_string(round_) + " round(s)); " + model_text_;
+    why_ = std::move(w);
   }
 
   SchemeOptions inner_opt_;
   model::CpuSite site_;
+  model::Link link_;  // the model's link and CPU terms (from the options, once)
   std::vector<std::string> candidates_;
   std::map<std::string, std::unique_ptr<SparseAllreduce>> schemes_;
   std::vector<int64_t> rows_;

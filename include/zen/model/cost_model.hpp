@@ -91,6 +91,10 @@ Counts count_exact(const Problem& p, const std::vector<std::vector<int64_t>>& ro
 /// (never more than the rows that exist). OmniReduce is left unknown unless stride == 1.
 Counts estimate_from_sample(const Problem& p, const std::vector<std::vector<int64_t>>& sample,
                             const std::vector<uint64_t>& k, uint64_t stride);
+/// The same from one buffer: rank r's sample is the sizes[r] rows that follow the earlier ranks'
+/// (what auto's allgatherv receives), read where they lie.
+Counts estimate_from_sample(const Problem& p, const int64_t* rows, const std::vector<size_t>& sizes,
+                            const std::vector<uint64_t>& k, uint64_t stride);
 /// The hash that picks sample rows (same on every rank): sample_hash(row, salt) =
 /// SampleHash(salt)(row). The struct mixes the salt once, for loops over many rows.
 struct SampleHash {
