@@ -9,7 +9,7 @@ measured - predicted = value_s * rows * D + row_s * rows + dense_s * N * F (all 
 scheme touches the dense tensor: a dense result, or a dense scheme (model::dense_values); F the ranks per core
 the explanation names ("shared cores: 2 ranks per core"; 1 when absent), since every rank of a machine
 touches N. Prints a table (worst
-model/measured before and after) and the --auto-cpu argument.
+model/measured before and after, the fit's sum of squared relative errors) and the --auto-cpu argument.
    usage: scripts/calibrate_auto.py FILE.json..."""
 import json
 import re
@@ -84,14 +84,18 @@ def main():
                 N = (rows[scheme]["count"] if dense_out or scheme in DENSE else 0) * F
                 pts.setdefault(scheme, []).append((meas, pred, int(nrows) * D, int(nrows), N))
     terms = []
-    print(f"{'scheme':>14} {'ns/value':>9} {'ns/dense':>9} {'ns/row':>7} {'points':>6} {'worst model/measured before':>28} {'after':>8}")
+    total = 0.0
+    print(f"{'scheme':>14} {'ns/value':>9} {'ns/dense':>9} {'ns/row':>7} {'points':>6} {'worst model/measured before':>28} {'after':>8} {'error':>7}")
     for scheme, ps in sorted(pts.items()):
         a, r, b = fit(ps)
         before = [p / m for m, p, *_ in ps]
         after = [(p + a * v + r * k + b * N) / m for m, p, v, k, N in ps]
         worst = lambda xs: max(xs, key=lambda x: max(x, 1 / x) if x > 0 else float("inf"))
-        print(f"{scheme:>14} {a * 1e9:9.3f} {b * 1e9:9.3f} {r * 1e9:7.2f} {len(ps):6d} {worst(before):28.3f} {worst(after):8.3f}")
+        err = sum((1 - x) ** 2 for x in after)  # what the fit minimises: squared relative errors
+        total += err
+        print(f"{scheme:>14} {a * 1e9:9.3f} {b * 1e9:9.3f} {r * 1e9:7.2f} {len(ps):6d} {worst(before):28.3f} {worst(after):8.3f} {err:7.3f}")
         terms.append((scheme, a, b, r))
+    print(f"fit error (sum over the schemes of the squared relative errors): {total:.3f}")
     print("--auto-cpu " + ",".join(f"{s}={a:.3g}/{b:.3g}/{r:.3g}" for s, a, b, r in terms))
     print("C++: {" + ", ".join(f'{{"{s}", {a:.3g}, {b:.3g}, {r:.3g}}}' for s, a, b, r in terms) + "}")
 
