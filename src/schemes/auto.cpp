@@ -6,12 +6,14 @@
 //  1. statistics ("auto_stats"): an allgather of the ranks' nnz fixes the sample stride
 //     s = ceil(max_r nnz_r / sample_rows); each rank keeps the rows x with sample_hash(x) % s == 0
 //     (all of them when s = 1: the statistics are then exact) in one pass and sorts only those; an
-//     allgather of (distinct rows, exact or estimated from the sample, sample size) and an allgatherv
-//     of the samples give every rank the same numbers.
-//  2. model: predicted time of every candidate (alpha-beta on the model's bytes). Dense fallback:
-//     when every sparse candidate moves more bytes than a dense allreduce, run dense_native.
+//     allgather of (distinct rows, exact or estimated from the sample, sample size, where the rank
+//     runs: model::CpuSite) and an allgatherv of the samples give every rank the same numbers.
+//  2. model: predicted time of every candidate (alpha-beta on the model's bytes, plus the CPU terms;
+//     ranks of one machine that outnumber its cores are charged their summed CPU time over them:
+//     model::Problem::share_cores). Dense fallback: when every sparse candidate moves more bytes than
+//     a dense allreduce, run dense_native.
 //  3. measurement (model::explore_count): the candidates the best one does not dominate
-//     (model::dominated: as many bytes, latency and rows or more) predicted within `explore_within` of
+//     (model::dominated: as many bytes, latency and charged rows or more) predicted within `explore_within` of
 //     the best, while the predicted extra time of their trial calls (and of the first call of a
 //     candidate not run yet: `cold_calls` x its CPU time) stays within `explore_budget` calls of the
 //     best plus `explore_share` of a call per call since the last decision (so the first decision
