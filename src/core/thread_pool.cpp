@@ -8,6 +8,20 @@
 
 namespace zen::detail {
 
+void affinity_mask(uint64_t* words, size_t nwords) {
+  std::fill(words, words + nwords, uint64_t{0});
+  const size_t cap = std::min<size_t>(64 * nwords, CPU_SETSIZE);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) {
+    for (size_t c = 0; c < cap; ++c)
+      if (CPU_ISSET(c, &set)) words[c / 64] |= uint64_t{1} << (c % 64);
+    return;
+  }
+  const size_t hc = std::max(1u, std::thread::hardware_concurrency());
+  for (size_t c = 0; c < std::min(hc, cap); ++c) words[c / 64] |= uint64_t{1} << (c % 64);
+}
+
 int affinity_cores() {
   cpu_set_t set;
   CPU_ZERO(&set);

@@ -5,19 +5,20 @@
 
 #include "../schemes/scheme_row.hpp"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
-#include <thread>
 #include <functional>
 #include <iterator>
 #include <unordered_set>
 
 #include "zen/comm/communicator.hpp"
+#include "zen/detail/mix64.hpp"
+#include "zen/detail/popcount.hpp"
+#include "zen/detail/thread_pool.hpp"
 #include "zen/error.hpp"
 #include "zen/hash/hash.hpp"
 
@@ -404,18 +405,8 @@ CpuSite CpuSite::here() {
     char h[256] = {};
     if (gethostname(h, sizeof h - 1) == 0) id = std::string("host:") + h;
   }
-  uint64_t x = 0xcbf29ce484222325ULL;  // FNV-1a
-  for (unsigned char ch : id) x = (x ^ ch) * 0x100000001b3ULL;
-  s.machine = x;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    for (int cpu = 0; cpu < 1024 && cpu < CPU_SETSIZE; ++cpu)
-      if (CPU_ISSET(cpu, &set)) s.mask[cpu / 64] |= uint64_t{1} << (cpu % 64);
-  } else {
-    const unsigned hc = std::max(1u, std::thread::hardware_concurrency());
-    for (unsigned cpu = 0; cpu < hc && cpu < 1024; ++cpu) s.mask[cpu / 64] |= uint64_t{1} << (cpu % 64);
-  }
+  s.machine = fnv1a(id.data(), id.size());
+  detail::affinity_mask(s.mask, 16);
   return s;
 }
 
@@ -443,8 +434,7 @@ void Problem::share_cores(const std::vector<CpuSite>& sites, int cores) {
   std::vector<double> have(machines.size());
   bool shared = false;
   for (size_t g = 0; g < machines.size(); ++g) {
-    int c = 0;
-    for (uint64_t w : masks[g]) c += __builtin_popcountll(w);
+    const auto c = static_cast<int>(detail::popcount_bytes(masks[g].data(), sizeof masks[g]));
     have[g] = cores > 0 ? cores : std::max(1, c);
     shared = shared || members[g] > have[g];
   }

@@ -31,9 +31,8 @@ uint64_t hash_str(const std::string& s) { return test::fnv(s.data(), s.size()); 
 struct Choice {
   std::string scheme, decision;
 };
-Choice model_choice(const test::Case& c, int n, SchemeOptions opt, bool sparse_out = true) {
-  opt.autotune.explore_within = 1.0;
-  if (opt.autotune.cores == 0) opt.autotune.cores = -1;  // as model_argmin: no machine's cores shared
+/// Every rank's scheme and decision after auto's first call on these inputs (with `opt` as given).
+std::vector<Choice> first_calls(const test::Case& c, int n, const SchemeOptions& opt, bool sparse_out = true) {
   std::vector<Choice> got(static_cast<size_t>(n));
   loopback::run(n, [&](Communicator& comm) {
     test::Input in;
@@ -45,6 +44,13 @@ Choice model_choice(const test::Case& c, int n, SchemeOptions opt, bool sparse_o
     else s->run_dense(in.view, dense.data());
     got[static_cast<size_t>(comm.rank())] = Choice{s->report().scheme, s->report().decision};
   });
+  return got;
+}
+
+Choice model_choice(const test::Case& c, int n, SchemeOptions opt, bool sparse_out = true) {
+  opt.autotune.explore_within = 1.0;
+  if (opt.autotune.cores == 0) opt.autotune.cores = -1;  // as model_argmin: no machine's cores shared
+  const std::vector<Choice> got = first_calls(c, n, opt, sparse_out);
   for (const auto& g : got) EXPECT_EQ(g.scheme, got[0].scheme) << "ranks disagree";
   return got[0];
 }
@@ -85,15 +91,8 @@ TEST(Auto, RanksOnOneMachineShareItsCores) {
     SchemeOptions opt = c.opt;
     opt.autotune.cores = cores;
     opt.autotune.explore_within = 1.0;
-    std::vector<std::string> why(static_cast<size_t>(n));
-    loopback::run(n, [&](Communicator& comm) {
-      test::Input in;
-      test::make_input(c, comm.rank(), in);
-      auto s = make_scheme("auto", comm, c.spec(), opt);
-      SparseTensor out;
-      s->run(in.view, out);
-      why[static_cast<size_t>(comm.rank())] = s->report().decision;
-    });
+    std::vector<std::string> why;
+    for (const Choice& ch : first_calls(c, n, opt)) why.push_back(ch.decision);
     for (const auto& w : why) EXPECT_EQ(w, why[0]) << "ranks disagree";
     const bool shared = cores == 1 || (cores == 0 && detail::affinity_cores() < n);
     const std::string want = cores == 1 ? "shared cores: 4 ranks per core" : "shared cores: ";
@@ -139,15 +138,8 @@ TEST(Auto, DominatedCandidatesAreNotMeasured) {
     for (uint64_t i = 0; i < 2600; ++i)  // rows 0..1299 shared, the rest private
       test::add_row(c, r, static_cast<int64_t>(i < 1300 ? i * 97 : (static_cast<uint64_t>(r) + 2) * 60000 + i * 7), g);
   const SchemeOptions opt;  // default limits: explore_within 1.5, budget 1 call
-  std::vector<std::string> decision(2);
-  loopback::run(2, [&](Communicator& comm) {
-    test::Input in;
-    test::make_input(c, comm.rank(), in);
-    auto s = make_scheme("auto", comm, c.spec(), opt);
-    SparseTensor out;
-    s->run(in.view, out);
-    decision[static_cast<size_t>(comm.rank())] = s->report().decision;
-  });
+  std::vector<std::string> decision;
+  for (const Choice& ch : first_calls(c, 2, opt)) decision.push_back(ch.decision);
   EXPECT_EQ(decision[0], decision[1]);
   EXPECT_EQ(decision[0].rfind("auto chose allgather (first call): lowest predicted time (", 0), 0u) << decision[0];
   EXPECT_NE(decision[0].find("dominated by it"), std::string::npos) << decision[0];

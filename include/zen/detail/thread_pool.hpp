@@ -26,6 +26,10 @@ namespace zen::detail {
 /// Seconds on a POSIX clock (e.g. CLOCK_THREAD_CPUTIME_ID, or a thread's pthread_getcpuclockid); 0 if unreadable.
 double clock_seconds(clockid_t id);
 
+/// The CPUs this thread may run on (sched_getaffinity; CPUs 0 .. hardware_concurrency - 1 where
+/// that fails), as bits: CPU c is bit c % 64 of words[c / 64], for the first 64 x nwords CPUs.
+void affinity_mask(uint64_t* words, size_t nwords);
+
 /// Cores in this process's affinity mask (sched_getaffinity), at least 1.
 int affinity_cores();
 

@@ -244,9 +244,7 @@ MpiComm::MpiComm(MPI_Comm comm) {
     char host[MPI_MAX_PROCESSOR_NAME + 1] = {};
     int len = 0;
     MPI_Get_processor_name(host, &len);
-    uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a of the name
-    for (int i = 0; i < len; ++i) h = (h ^ static_cast<uint8_t>(host[i])) * 0x100000001b3ULL;
-    mine[0] = h;
+    mine[0] = fnv1a(host, static_cast<size_t>(std::max(0, len)));  // the name's hash
     mine[1] = mix64(static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
                     reinterpret_cast<uintptr_t>(this) ^ (static_cast<uint64_t>(getpid()) << 32));
     all.assign(2 * static_cast<size_t>(size_), 0);
