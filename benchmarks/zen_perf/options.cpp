@@ -124,6 +124,7 @@ SchemeOptions scheme_options(const Config& cfg) {
   o.autotune.reevaluate_every = cfg.auto_every;
   o.autotune.sample_rows = cfg.auto_sample_rows;
   o.autotune.cores = cfg.auto_cores;
+  o.autotune.learn_link = cfg.auto_learn_link;
   o.pull = parse_index_encoding(cfg.pull);
   o.push = parse_index_encoding(cfg.push);
   return o;
@@ -188,6 +189,9 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--auto-cores", cfg.auto_cores,
                  "auto: cores the ranks of one machine share, for its model's CPU time (0: found from the kernel's boot "
                  "id and the ranks' affinity masks; < 0: ranks never share cores)");
+  app.add_option("--auto-learn-link", cfg.auto_learn_link,
+                 "auto: when the chosen scheme's calls take more than this many times its prediction, charge the excess "
+                 "to the link (a slower bytes_per_s, kept) and decide again (<= 1: never)");
   app.add_option("--auto-sample-rows", cfg.auto_sample_rows,
                  "auto: rows per rank its statistics sample (exact when no rank has more non-zeros; omnireduce is a "
                  "candidate only then)")

@@ -521,6 +521,16 @@ Link Link::of(const SchemeOptions::Auto& a) {
   return Link{a.alpha_s, a.message_s, a.bytes_per_s, a.entry_s, a.cpu};
 }
 
+double learned_bytes_per_s(const Prediction& p, double measured_s, const Link& link, double ratio) {
+  if (!(ratio > 1) || !(p.seconds > 0) || !(measured_s > ratio * p.seconds)) return 0;
+  const bool node_aware = p.host_bytes + p.node_bytes > 0;
+  const double bytes = static_cast<double>(node_aware ? p.host_bytes : p.max_bytes);
+  if (!(bytes > 0) || !(link.bytes_per_s > 0)) return 0;
+  const double rest = p.seconds - bytes / link.bytes_per_s;  // what does not move over the link
+  if (!(measured_s > rest)) return 0;
+  return bytes / (measured_s - rest);
+}
+
 ExploreLimits ExploreLimits::of(const SchemeOptions::Auto& a) {
   return ExploreLimits{a.explore_within, a.max_explore, a.trials, a.explore_budget};
 }

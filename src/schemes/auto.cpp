@@ -60,6 +60,15 @@ std::string fmt_num(double x) {
   return b;
 }
 
+/// A link rate in bits per second, as "25 Gb/s" or "940 Mb/s".
+std::string fmt_rate(double bytes_per_s) {
+  char b[32];
+  const double bits = bytes_per_s * 8;
+  if (bits >= 1e9) std::snprintf(b, sizeof b, "%.3g Gb/s", bits / 1e9);
+  else std::snprintf(b, sizeof b, "%.3g Mb/s", bits / 1e6);
+  return b;
+}
+
 std::string fmt_time(double s) {
   char b[32];
   if (s >= 1e-3) std::snprintf(b, sizeof b, "%.3g ms", s * 1e3);
@@ -69,6 +78,7 @@ std::string fmt_time(double s) {
 
 class Auto : public SparseAllreduce {
   static constexpr size_t kSmallSort = 4096;  // samples up to this many rows are sorted by std::sort
+  static constexpr int kCheckCalls = 3;       // calls of a model choice timed for the link check (first not counted)
 
  public:
   Auto(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt) : SparseAllreduce(comm, spec, opt) {
@@ -123,6 +133,10 @@ class Auto : public SparseAllreduce {
       } else if (measure_at_ > 0 && calls_ >= measure_at_) {
         need_decision_ = true;
         reason_ = "deferred measurement (" + std::to_string(calls_) + " calls)";
+      }
+      if (check_left_ > 0 && !need_decision_) {  // the link check: the decision's own call not counted
+        if (check_left_ < kCheckCalls) check_min_ = std::min(check_min_, dt);
+        if (--check_left_ == 0) link_check();
       }
     }
     report_.scheme = run_name;
@@ -234,12 +248,29 @@ class Auto : public SparseAllreduce {
       counts = model::estimate_from_sample(prob, all.data(), sizes, k, stride);  // read where they arrived
       counts.entries.assign(nnzs.begin(), nnzs.end());
     }
-    const model::Link& link = link_;
+    prob_ = std::move(prob);
+    counts_ = std::move(counts);
+    stride_ = stride;
+    nodes_ = nodes;
+    learned_ = false;
+    const std::string cause = reason_.empty() ? "first call" : reason_;
+    reason_.clear();
+    plan(cause, since);
+  }
+
+  /// Local (a function of agreed numbers): predictions of the candidates on the last statistics
+  /// (prob_, counts_) with link_, the explanation, and the choice or the exploration plan.
+  void plan(const std::string& cause, uint64_t since) {
+    const auto& a = opt_.autotune;
+    const int n = comm_.size();
+    const model::Problem& prob = prob_;
+    const model::Counts& counts = counts_;
+    const uint64_t stride = stride_;
     std::vector<model::Prediction> pred;
     for (const auto& c : candidates_) {
       if (row_of(c).has(detail::kNeedsBlockCounts) && !counts.has_omnireduce()) continue;  // needs exact block sets
-      if (row_of(c).has(detail::kNodes) && !nodes && a.candidates.empty()) continue;  // one node, or one rank per node
-      pred.push_back(model::predict(c, prob, counts, link));
+      if (row_of(c).has(detail::kNodes) && !nodes_ && a.candidates.empty()) continue;  // one node, or one rank per node
+      pred.push_back(model::predict(c, prob, counts, link_));
     }
     std::stable_sort(pred.begin(), pred.end(), [](const auto& x, const auto& y) { return x.seconds < y.seconds; });
     ZEN_ENFORCE(!pred.empty(), "sparse allreduce (auto): no candidate the model can evaluate");
@@ -251,6 +282,7 @@ class Auto : public SparseAllreduce {
     if (n > 1) why += ".." + std::to_string(*std::max_element(counts.k.begin(), counts.k.end()));
     why += " union~" + std::to_string(counts.K) + (stride == 1 ? " (exact)" : " (sample 1/" + std::to_string(stride) + ")");
     if (!prob.cpu_group.empty()) why += "; shared cores: " + fmt_num(prob.ranks_per_core()) + " ranks per core";
+    if (link_.bytes_per_s != a.bytes_per_s) why += "; link learned: " + fmt_rate(link_.bytes_per_s);
     why += "; model:";
     for (const auto& p : pred)
       why += " " + p.scheme + " " + fmt_time(p.seconds) + " (" + std::to_string(p.max_bytes) + " B, " +
@@ -276,8 +308,10 @@ class Auto : public SparseAllreduce {
     measure_at_ = 0;
     agreed_ = 0;
     need_decision_ = false;
-    const std::string cause = reason_.empty() ? "first call" : reason_;
-    reason_.clear();
+    // A choice by the model alone is checked against its calls (link_check); an explored one
+    // against its measured time (finish_exploration). Once per statistics: not after learning.
+    check_left_ = n > 1 && a.learn_link > 1 && !learned_ ? kCheckCalls : 0;
+    check_min_ = INFINITY;
     if (have_dense && n > 1 && best_sparse != UINT64_MAX && best_sparse > dense) {
       chosen_ = fallback->name;
       why_ = "auto chose " + chosen_ + " (" + cause + "): dense fallback, every sparse scheme moves more bytes than a dense allreduce (" +
@@ -328,6 +362,7 @@ class Auto : public SparseAllreduce {
     for (size_t i = 0; i < m; ++i) trial_of_.push_back(i);
     trial_times_.assign(trials_.size(), 0.0);
     chosen_ = explored_.front();
+    check_left_ = 0;  // the exploration's times check the model (finish_exploration)
     model_text_ = why;
     cause_ = cause;
     why_ = "auto exploring " + std::to_string(m) + " candidates (" + cause + "); " + model_text_;
@@ -387,6 +422,39 @@ class Auto : public SparseAllreduce {
     }
     w += " (slowest rank, " + std::to_string(round_) + " round(s)); " + model_text_;
     why_ = std::move(w);
+    // The link check on the chosen one's warm time (every rank has the same numbers); a cold one
+    // says too little: then its next calls are timed (link_check).
+    if (comm_.size() > 1 && a.learn_link > 1 && !learned_) {
+      if (a.trials > 1 && std::isfinite(best_[pick])) learn_from(best_[pick], "measured");
+      else check_left_ = kCheckCalls;
+    }
+  }
+
+  /// Collective (one allgather of a number): the slowest rank's fastest timed call of the chosen
+  /// scheme, then learn_from.
+  void link_check() {
+    std::vector<double> t;
+    {
+      Phase ph(*this, "auto_link");
+      t = comm_.allgather_value(check_min_);
+    }
+    learn_from(*std::max_element(t.begin(), t.end()), "timed");
+  }
+
+  /// Local: when the chosen scheme's agreed time `measured` exceeds learn_link x its prediction, the
+  /// link is slower than link_ says: link_ takes the rate that explains the time
+  /// (model::learned_bytes_per_s) and auto plans again on the same statistics.
+  void learn_from(double measured, const char* how) {
+    const auto& a = opt_.autotune;
+    const model::Prediction p = model::predict(chosen_, prob_, counts_, link_);
+    const double bps = model::learned_bytes_per_s(p, measured, link_, a.learn_link);
+    if (bps <= 0) return;
+    const double was = link_.bytes_per_s;
+    link_.bytes_per_s = bps;
+    learned_ = true;
+    plan("link check: " + chosen_ + " took " + fmt_time(measured) + " (" + how + "), predicted " + fmt_time(p.seconds) + "; link " +
+             fmt_rate(was) + " -> " + fmt_rate(bps),
+         calls_);
   }
 
   SchemeOptions inner_opt_;
@@ -405,6 +473,14 @@ class Auto : public SparseAllreduce {
   int round_ = 0;
   uint64_t calls_ = 0, agreed_ = 0;
   uint64_t measure_at_ = 0;  // calls after which the deferred measurement re-decides (0: none)
+  // The statistics of the last decision (a link check plans again on them) and the link check.
+  model::Problem prob_;
+  model::Counts counts_;
+  uint64_t stride_ = 1;
+  bool nodes_ = false;
+  bool learned_ = false;  // link_ was learned since the last statistics: no further check
+  int check_left_ = 0;    // calls until the link check (0: none pending)
+  double check_min_ = INFINITY;
 };
 
 }  // namespace

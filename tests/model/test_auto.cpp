@@ -349,3 +349,63 @@ TEST(Auto, BrownCorpusTrace) {
 }
 
 }  // namespace
+
+// The link check: with a declared link far faster than loopback (10^15 B/s, latency 1 ns a round, no
+// CPU terms) the model picks the scheme of fewest rounds (allgather); its 2nd and 3rd calls take far
+// more than predicted, so auto charges the excess to the link and plans again on the same
+// statistics: with the learned (slow) link bytes decide, so the scheme of fewest bytes runs from the
+// 4th call on. Every rank learns the same rate and makes the same choice; results stay exact. With
+// learn_link <= 1 the model's choice stays.
+TEST(Auto, LearnsASlowerLinkFromItsCalls) {
+  const int n = 4;
+  test::Case c;
+  c.name = "same rows";
+  c.rows = uint64_t{1} << 16;
+  c.D = 8;
+  c.idx.resize(n);
+  c.val.resize(n);
+  test::Rng g(3);
+  for (int r = 0; r < n; ++r)  // every rank the same 512 rows: balanced moves half allgather's bytes
+    for (int64_t i = 0; i < 512; ++i) test::add_row(c, r, i * 97 + 5, g);
+  const test::Reference ref = test::reference(c);
+  SchemeOptions opt = c.opt;
+  opt.autotune.explore_within = 1.0;  // model only: the choices follow the link
+  opt.autotune.bytes_per_s = 1e15;
+  opt.autotune.alpha_s = 1e-9;
+  opt.autotune.message_s = 0;
+  opt.autotune.cpu.clear();
+  opt.autotune.cores = -1;
+  const std::string fast = model_argmin(c, n, opt);
+  SchemeOptions slow_opt = opt;
+  slow_opt.autotune.bytes_per_s = 1.0;  // bytes alone decide
+  const std::string slow = model_argmin(c, n, slow_opt);
+  ASSERT_NE(fast, slow) << "the case must separate the two links";
+  for (double learn : {2.0, 0.0}) {
+    opt.autotune.learn_link = learn;
+    std::vector<std::vector<std::string>> ran(n), why(n);
+    loopback::run(n, [&](Communicator& comm) {
+      const int r = comm.rank();
+      test::Input in;
+      test::make_input(c, r, in);
+      auto s = make_scheme("auto", comm, c.spec(), opt);
+      for (int call = 0; call < 6; ++call) {
+        SparseTensor out;
+        s->run(in.view, out);
+        EXPECT_EQ(out.indices, ref.rows) << "call " << call;
+        EXPECT_TRUE(out.values == ref.vals) << "call " << call;
+        ran[static_cast<size_t>(r)].push_back(s->report().scheme);
+        why[static_cast<size_t>(r)].push_back(s->report().decision);
+      }
+    });
+    for (int r = 1; r < n; ++r) EXPECT_EQ(why[static_cast<size_t>(r)], why[0]) << "rank " << r << " decided otherwise";
+    for (int call = 0; call < 6; ++call) {
+      // The check follows the 3rd call (its report names the new choice); the 4th runs it.
+      const bool learned = learn > 1 && call >= 2, runs = learn > 1 && call >= 3;
+      const std::string& w = why[0][static_cast<size_t>(call)];
+      EXPECT_EQ(ran[0][static_cast<size_t>(call)], runs ? slow : fast) << "learn " << learn << " call " << call << ": " << w;
+      EXPECT_EQ(w.find("link check: " + fast) != std::string::npos, learned) << w;
+      EXPECT_EQ(w.find("link learned") != std::string::npos, learned) << w;
+      if (learned) EXPECT_EQ(w.find("auto chose " + slow), 0u) << w;
+    }
+  }
+}

@@ -450,3 +450,44 @@ TEST(AutoExplore, FirstWarmRoundDropsTheFarOff) {
 }
 
 }  // namespace
+
+// Auto's link check: a measured time above `ratio` x the prediction is charged to the link. The
+// learned rate is the one with which the prediction equals the measurement, flat and node-aware
+// (there only the bytes across nodes take it); no slower link within the ratio, with ratio <= 1 or
+// without bytes on the link.
+TEST(CostModel, LearnedLinkExplainsTheMeasuredTime) {
+  const uint64_t R = uint64_t{1} << 18;
+  for (int L : {1, 2}) {
+    const int n = 4;
+    model::Problem p = problem(n, R, 8);
+    p.node_size = L;
+    const model::Counts c = model::count_exact(p, workload(n, R, 3000, 0.5, 11));
+    const model::Link link{20e-6, 1e-6, 1e9, 1e-9, {{"balanced", 1e-10, 0, 1e-9}}};
+    for (const char* s : {"balanced", "allgather", "hierarchical_sparse"}) {
+      if (L == 1 && std::string(s) == "hierarchical_sparse") continue;
+      const model::Prediction pr = model::predict(s, p, c, link);
+      ASSERT_GT(pr.seconds, 0) << s;
+      EXPECT_EQ(L > 1, pr.host_bytes + pr.node_bytes > 0) << s;
+      for (double x : {2.5, 10.0}) {
+        const double bps = model::learned_bytes_per_s(pr, x * pr.seconds, link, 2.0);
+        ASSERT_GT(bps, 0) << s << " x" << x;
+        EXPECT_LT(bps, link.bytes_per_s) << s;
+        model::Link slower = link;
+        slower.bytes_per_s = bps;
+        const model::Prediction again = model::predict(s, p, c, slower);
+        EXPECT_NEAR(again.seconds, x * pr.seconds, 1e-9 * x * pr.seconds) << s << " L=" << L << " x" << x;
+        EXPECT_DOUBLE_EQ(again.compute_s, pr.compute_s) << s;
+        EXPECT_DOUBLE_EQ(again.latency_s, pr.latency_s) << s;
+      }
+      EXPECT_EQ(model::learned_bytes_per_s(pr, 1.9 * pr.seconds, link, 2.0), 0) << s;  // within the ratio
+      EXPECT_EQ(model::learned_bytes_per_s(pr, 0.5 * pr.seconds, link, 2.0), 0) << s;  // faster: never learned
+      EXPECT_EQ(model::learned_bytes_per_s(pr, 10 * pr.seconds, link, 1.0), 0) << s;   // off
+    }
+  }
+  // One rank moves no bytes: nothing to charge.
+  const model::Problem one = problem(1, R, 8);
+  const model::Prediction solo = model::predict("balanced", one, model::count_exact(one, workload(1, R, 3000, 0.5, 11)),
+                                                model::Link{20e-6, 1e-6, 1e9, 1e-9, {}});
+  EXPECT_EQ(solo.max_bytes, 0u);
+  EXPECT_EQ(model::learned_bytes_per_s(solo, 1.0, model::Link{20e-6, 1e-6, 1e9, 1e-9, {}}, 2.0), 0);
+}

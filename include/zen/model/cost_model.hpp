@@ -217,6 +217,13 @@ uint64_t calls_until_affordable(const std::vector<double>& seconds, const Explor
 /// Seconds a candidate's first call costs beyond a warm call, predicted: `cold_calls` x its predicted
 /// CPU time (Prediction::compute_s; SchemeOptions::Auto::cold_calls).
 double first_call_extra(const Prediction& p, double cold_calls);
+/// Auto's link check (docs/cost-model.md, "Learning the link"): the per-rank bandwidth that explains
+/// a measured call of p's scheme when the link is slower than `link` says. When `measured_s` exceeds
+/// `ratio` x p.seconds, the excess is charged to the link: the bytes_per_s with which p's prediction
+/// equals measured_s (the bytes on the link: p.host_bytes for a node-aware prediction, p.max_bytes
+/// otherwise; latency, compute and bytes inside a node keep their terms). 0 when the measurement
+/// calls for no slower link: within `ratio`, no bytes on the link, ratio <= 1, or a prediction of 0 s.
+double learned_bytes_per_s(const Prediction& p, double measured_s, const Link& link, double ratio);
 /// The round after which the far-off candidates are dropped: the first warm one (round 1; round 0
 /// with a single trial). A cold call (first use of a plan) says too little to drop a scheme on.
 int explore_drop_round(const ExploreLimits& l);

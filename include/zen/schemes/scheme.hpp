@@ -108,6 +108,12 @@ struct SchemeOptions {
     /// one machine, whose cores are the union of their affinity masks), > 0 sets them per machine,
     /// < 0: ranks never share cores (the busiest rank's CPU time is the term).
     int cores = 0;
+    /// Learn a slower link (docs/cost-model.md, "Learning the link"): after a decision, when the
+    /// chosen scheme's calls (the slowest rank's fastest of its 2nd and 3rd call, or its measured
+    /// time when auto explored) take more than this many times its prediction, auto charges the
+    /// excess to the link (lower bytes_per_s, model::learned_bytes_per_s), keeps that rate and decides
+    /// again on the same statistics. One allgather of a number, once per decision; <= 1: never.
+    double learn_link = 2.0;
     double alpha_s = 20e-6;               ///< model latency per message round
     double message_s = 1e-6;              ///< model overhead per message
     double bytes_per_s = 25e9 / 8.0;      ///< model per-rank bandwidth
