@@ -85,7 +85,7 @@ typedef struct {
                                     sparse_ps, omnireduce, dense_native) */
   int auto_reevaluate_every; /**< calls between re-evaluations (0: never; default 500) */
   double auto_drift;         /**< re-evaluate when the agreed size moves by this fraction (default 0.25) */
-  double auto_explore_within; /**< measure candidates predicted within this factor of the best (default 4) */
+  double auto_explore_within; /**< measure candidates predicted within this factor of the best (default 1.5) */
   int auto_max_explore;      /**< measure at most this many candidates (default 4) */
   int auto_trials;           /**< calls per measured candidate (default 3) */
   uint64_t auto_sample_rows; /**< per-rank hash-sample target of the statistics (default 1024) */
@@ -102,6 +102,15 @@ typedef struct {
   /* Appended later: callers built against a zen.h without it get the default. */
   zenPullEncoding_t push;    /**< balanced / sparse_ps push encoding (default zenPullAuto: COO unless a sorted
                                   code saves at least 1/8 of the message); CPU plans only */
+  /* Scheme "auto", appended later (docs/cost-model.md, "Scheme auto"). */
+  double auto_explore_budget; /**< measure while the trial calls' predicted extra time is within this many
+                                   calls of the best (default 1) */
+  double auto_explore_share; /**< ... plus this many calls of the best per call since the last decision (default 0.1) */
+  double auto_cold_calls;    /**< a candidate's first call costs this many times its predicted CPU time (default 8) */
+  int auto_cores;            /**< cores one machine's ranks share, for the model's CPU time (0: found from the
+                                  kernel's boot id and affinity masks; > 0: set; < 0: never shared; default 0) */
+  double auto_learn_link;    /**< learn a slower link when the chosen scheme's calls take more than this many
+                                  times its prediction (<= 1: never; default 2) */
 } zenOptions_t;
 
 const char* zenGetErrorString(zenResult_t result);

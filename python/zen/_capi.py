@@ -150,7 +150,9 @@ class Options(ctypes.Structure):
         ("auto_max_explore", c_int), ("auto_trials", c_int), ("auto_sample_rows", c_uint64),
         ("auto_alpha_s", c_double), ("auto_message_s", c_double), ("auto_bytes_per_s", c_double),
         ("auto_entry_s", c_double), ("device_max_nnz", c_uint64), ("device_recv_capacity", c_uint64),
-        ("device_pull_rows", c_uint64), ("push", c_int),
+        ("device_pull_rows", c_uint64), ("push", c_int), ("auto_explore_budget", c_double),
+        ("auto_explore_share", c_double), ("auto_cold_calls", c_double), ("auto_cores", c_int),
+        ("auto_learn_link", c_double),
     ]
 
 

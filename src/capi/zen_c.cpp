@@ -78,6 +78,11 @@ zenOptions_t default_options() {
   o.auto_message_s = d.autotune.message_s;
   o.auto_bytes_per_s = d.autotune.bytes_per_s;
   o.auto_entry_s = d.autotune.entry_s;
+  o.auto_explore_budget = d.autotune.explore_budget;
+  o.auto_explore_share = d.autotune.explore_share;
+  o.auto_cold_calls = d.autotune.cold_calls;
+  o.auto_cores = d.autotune.cores;
+  o.auto_learn_link = d.autotune.learn_link;
   return o;
 }
 
@@ -142,6 +147,11 @@ zen::SchemeOptions to_scheme_options(const zenOptions_t& c) {
   o.autotune.message_s = c.auto_message_s;
   o.autotune.bytes_per_s = c.auto_bytes_per_s;
   o.autotune.entry_s = c.auto_entry_s;
+  o.autotune.explore_budget = c.auto_explore_budget;
+  o.autotune.explore_share = c.auto_explore_share;
+  o.autotune.cold_calls = c.auto_cold_calls;
+  o.autotune.cores = c.auto_cores;
+  o.autotune.learn_link = c.auto_learn_link;
   return o;
 }
 

@@ -22,6 +22,11 @@
 //     allgather of the round's times after it); after the first warm round the ones slower than
 //     explore_within x the fastest are dropped; after `trials` rounds (or one left) the chosen
 //     scheme is the one whose slowest rank was fastest in the warm rounds (ties: model order).
+//  4. link check (once per statistics, `learn_link` > 1, ranks on several nodes): the chosen scheme's time (the slowest rank's
+//     fastest of its 2nd and 3rd call, one allgather of a number; or its warm time in the
+//     exploration) against its prediction. Above learn_link x, the link is slower than the model
+//     says: link_ takes the rate that explains the time (model::learned_bytes_per_s), kept for later
+//     decisions, and steps 2-3 run again on the same statistics.
 // Every choice is a function of allgathered numbers only, so all ranks choose alike. The calls of
 // the exploration are ordinary calls (their results are correct), only possibly slower.
 #include <algorithm>
@@ -252,6 +257,7 @@ class Auto : public SparseAllreduce {
     counts_ = std::move(counts);
     stride_ = stride;
     nodes_ = nodes;
+    across_ = L < n;  // some ranks talk over a network: the link check applies
     learned_ = false;
     const std::string cause = reason_.empty() ? "first call" : reason_;
     reason_.clear();
@@ -309,8 +315,9 @@ class Auto : public SparseAllreduce {
     agreed_ = 0;
     need_decision_ = false;
     // A choice by the model alone is checked against its calls (link_check); an explored one
-    // against its measured time (finish_exploration). Once per statistics: not after learning.
-    check_left_ = n > 1 && a.learn_link > 1 && !learned_ ? kCheckCalls : 0;
+    // against its measured time (finish_exploration). Once per statistics: not after learning; only
+    // where ranks span nodes (on one node the bytes move through memory, which the CPU terms model).
+    check_left_ = across_ && a.learn_link > 1 && !learned_ ? kCheckCalls : 0;
     check_min_ = INFINITY;
     if (have_dense && n > 1 && best_sparse != UINT64_MAX && best_sparse > dense) {
       chosen_ = fallback->name;
@@ -424,7 +431,7 @@ class Auto : public SparseAllreduce {
     why_ = std::move(w);
     // The link check on the chosen one's warm time (every rank has the same numbers); a cold one
     // says too little: then its next calls are timed (link_check).
-    if (comm_.size() > 1 && a.learn_link > 1 && !learned_) {
+    if (across_ && a.learn_link > 1 && !learned_) {
       if (a.trials > 1 && std::isfinite(best_[pick])) learn_from(best_[pick], "measured");
       else check_left_ = kCheckCalls;
     }
@@ -478,6 +485,7 @@ class Auto : public SparseAllreduce {
   model::Counts counts_;
   uint64_t stride_ = 1;
   bool nodes_ = false;
+  bool across_ = false;   // the ranks span several nodes (some bytes cross a network)
   bool learned_ = false;  // link_ was learned since the last statistics: no further check
   int check_left_ = 0;    // calls until the link check (0: none pending)
   double check_min_ = INFINITY;

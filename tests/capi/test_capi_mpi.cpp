@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "zen/schemes/scheme.hpp"
 #include "zen/zen.h"
 
 namespace {
@@ -175,6 +176,52 @@ TEST(CapiMpi, AutoRunsOneSchemeOnEveryRankAndExplainsIt) {
   const char* scheme = nullptr;
   EXPECT_EQ(zenSparseAllreduceLastScheme(nullptr, &scheme, nullptr), zenInvalidArgument);
   zenSparseAllreduceDestroy(op);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// The auto fields appended to zenOptions_t reach the plan: zenOptionsInit gives the C++ defaults;
+// auto_cores = 1 makes every machine's ranks share one core (the explanation says so, n > 1);
+// with a model link of 10^15 B/s the calls take far longer than predicted, so auto learns a slower
+// link after its 3rd call unless auto_learn_link <= 1.
+TEST(CapiMpi, AppendedAutoOptionsReachThePlan) {
+  zenOptions_t d;
+  ASSERT_EQ(zenOptionsInit(&d), zenSuccess);
+  const zen::SchemeOptions::Auto a;
+  EXPECT_EQ(d.auto_explore_budget, a.explore_budget);
+  EXPECT_EQ(d.auto_explore_share, a.explore_share);
+  EXPECT_EQ(d.auto_cold_calls, a.cold_calls);
+  EXPECT_EQ(d.auto_cores, a.cores);
+  EXPECT_EQ(d.auto_learn_link, a.learn_link);
+  if (size() == 1) return;  // one rank: no cores shared, no link
+  Comm c;
+  for (double learn : {2.0, 0.0}) {
+    zenOptions_t o = d;
+    o.auto_cores = 1;
+    o.auto_explore_within = 1.0;  // model only
+    o.auto_bytes_per_s = 1e15;
+    o.auto_alpha_s = 1e-9;
+    o.auto_message_s = 0;
+    o.auto_learn_link = learn;
+    o.node_size = 1;  // one rank per node: a link between them (mpirun runs them on one machine)
+    zenSparseAllreduce_t op = nullptr;
+    ASSERT_EQ(zenSparseAllreduceCreate(&op, c.c, "auto", kN, 1, zenFloat64, &o), zenSuccess) << zenGetLastError();
+    int64_t idx[2] = {static_cast<int64_t>(rank()), static_cast<int64_t>(kN - 1)};
+    double val[2] = {1.0, 2.0};
+    std::vector<double> out(kN);
+    std::string why;
+    for (int call = 0; call < 5; ++call) {
+      ASSERT_EQ(zenSparseAllreduceDense(op, 2, idx, zenInt64, val, out.data()), zenSuccess) << zenGetLastError();
+      ASSERT_EQ(out[kN - 1], 2.0 * size());
+      const char* scheme = nullptr;
+      const char* w = nullptr;
+      ASSERT_EQ(zenSparseAllreduceLastScheme(op, &scheme, &w), zenSuccess);
+      why = w;
+      if (call == 0)
+        EXPECT_NE(why.find("shared cores: " + std::to_string(size()) + " ranks per core"), std::string::npos) << why;
+    }
+    EXPECT_EQ(why.find("link learned") != std::string::npos, learn > 1) << "auto_learn_link " << learn << ": " << why;
+    zenSparseAllreduceDestroy(op);
+  }
   MPI_Barrier(MPI_COMM_WORLD);
 }
 

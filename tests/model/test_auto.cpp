@@ -355,7 +355,7 @@ TEST(Auto, BrownCorpusTrace) {
 // more than predicted, so auto charges the excess to the link and plans again on the same
 // statistics: with the learned (slow) link bytes decide, so the scheme of fewest bytes runs from the
 // 4th call on. Every rank learns the same rate and makes the same choice; results stay exact. With
-// learn_link <= 1 the model's choice stays.
+// learn_link <= 1, or with every rank on one node (no network to learn), the model's choice stays.
 TEST(Auto, LearnsASlowerLinkFromItsCalls) {
   const int n = 4;
   test::Case c;
@@ -375,13 +375,15 @@ TEST(Auto, LearnsASlowerLinkFromItsCalls) {
   opt.autotune.message_s = 0;
   opt.autotune.cpu.clear();
   opt.autotune.cores = -1;
+  opt.node_size = 1;  // one rank per node: a network between them (loopback is one node)
   const std::string fast = model_argmin(c, n, opt);
   SchemeOptions slow_opt = opt;
   slow_opt.autotune.bytes_per_s = 1.0;  // bytes alone decide
   const std::string slow = model_argmin(c, n, slow_opt);
   ASSERT_NE(fast, slow) << "the case must separate the two links";
-  for (double learn : {2.0, 0.0}) {
-    opt.autotune.learn_link = learn;
+  for (double learn : {2.0, 0.0, -1.0}) {  // -1: learn_link 2 on one node (no network)
+    opt.autotune.learn_link = learn < 0 ? 2.0 : learn;
+    opt.node_size = learn < 0 ? n : 1;
     std::vector<std::vector<std::string>> ran(n), why(n);
     loopback::run(n, [&](Communicator& comm) {
       const int r = comm.rank();

@@ -238,6 +238,11 @@ def every_option(ctx):
                        auto_sample_rows=64, auto_alpha_s=1e-5, auto_message_s=1e-6, auto_bytes_per_s=1e9,
                        auto_entry_s=1e-9)
         assert rep.scheme in ("allgather", "balanced") and rep.decision, f"auto: {rep.scheme!r} {rep.decision!r}"
+        # the auto fields appended later (explore budget and share, cold calls, cores, the link check)
+        rep = run_plan(ctx, c, "auto", auto_explore_budget=2.0, auto_explore_share=0.2, auto_cold_calls=4.0,
+                       auto_cores=1, auto_learn_link=0.0, auto_explore_within=1.0)
+        if n > 1:
+            assert f"shared cores: {n} ranks per core" in rep.decision, rep.decision
         rep = run_plan(ctx, c, "auto", auto_candidates="allgather", auto_trials=1)
         assert rep.scheme == "allgather", rep.scheme
         ctx.record("auto scheme", rep.scheme)
