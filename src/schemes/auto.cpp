@@ -272,7 +272,8 @@ class Auto : public SparseAllreduce {
     const model::Problem& prob = prob_;
     const model::Counts& counts = counts_;
     const uint64_t stride = stride_;
-    std::vector<model::Prediction> pred;
+    std::vector<model::Prediction>& pred = pred_;  // kept: learn_from reads the chosen one's
+    pred.clear();
     for (const auto& c : candidates_) {
       if (row_of(c).has(detail::kNeedsBlockCounts) && !counts.has_omnireduce()) continue;  // needs exact block sets
       if (row_of(c).has(detail::kNodes) && !nodes_ && a.candidates.empty()) continue;  // one node, or one rank per node
@@ -315,9 +316,8 @@ class Auto : public SparseAllreduce {
     agreed_ = 0;
     need_decision_ = false;
     // A choice by the model alone is checked against its calls (link_check); an explored one
-    // against its measured time (finish_exploration). Once per statistics: not after learning; only
-    // where ranks span nodes (on one node the bytes move through memory, which the CPU terms model).
-    check_left_ = across_ && a.learn_link > 1 && !learned_ ? kCheckCalls : 0;
+    // against its measured time (finish_exploration).
+    check_left_ = link_check_due() ? kCheckCalls : 0;
     check_min_ = INFINITY;
     if (have_dense && n > 1 && best_sparse != UINT64_MAX && best_sparse > dense) {
       chosen_ = fallback->name;
@@ -431,11 +431,16 @@ class Auto : public SparseAllreduce {
     why_ = std::move(w);
     // The link check on the chosen one's warm time (every rank has the same numbers); a cold one
     // says too little: then its next calls are timed (link_check).
-    if (across_ && a.learn_link > 1 && !learned_) {
+    if (link_check_due()) {
       if (a.trials > 1 && std::isfinite(best_[pick])) learn_from(best_[pick], "measured");
       else check_left_ = kCheckCalls;
     }
   }
+
+  /// Whether the choice just made is checked against real time: once per statistics (not after
+  /// learning), and only where ranks span nodes (on one node the bytes move through memory, which
+  /// the CPU terms model).
+  bool link_check_due() const { return across_ && opt_.autotune.learn_link > 1 && !learned_; }
 
   /// Collective (one allgather of a number): the slowest rank's fastest timed call of the chosen
   /// scheme, then learn_from.
@@ -453,7 +458,9 @@ class Auto : public SparseAllreduce {
   /// (model::learned_bytes_per_s) and auto plans again on the same statistics.
   void learn_from(double measured, const char* how) {
     const auto& a = opt_.autotune;
-    const model::Prediction p = model::predict(chosen_, prob_, counts_, link_);
+    const auto it = std::find_if(pred_.begin(), pred_.end(), [&](const model::Prediction& q) { return q.scheme == chosen_; });
+    ZEN_CHECK_CODE(it != pred_.end(), Result::InternalError, "sparse allreduce (auto): no prediction of the chosen scheme '" + chosen_ + "'");
+    const model::Prediction p = *it;  // a copy: plan() below replaces pred_
     const double bps = model::learned_bytes_per_s(p, measured, link_, a.learn_link);
     if (bps <= 0) return;
     const double was = link_.bytes_per_s;
@@ -483,6 +490,7 @@ class Auto : public SparseAllreduce {
   // The statistics of the last decision (a link check plans again on them) and the link check.
   model::Problem prob_;
   model::Counts counts_;
+  std::vector<model::Prediction> pred_;  // the last plan's predictions (with link_ then)
   uint64_t stride_ = 1;
   bool nodes_ = false;
   bool across_ = false;   // the ranks span several nodes (some bytes cross a network)
