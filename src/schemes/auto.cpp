@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 
@@ -358,6 +359,27 @@ class Auto : public SparseAllreduce {
              "; " + why;
       return;
     }
+    // Planning again after an exploration taught the link (learn_from): the candidates it would
+    // measure were all measured warm moment ago, so their times decide without new trials.
+    if (reuse_measured_) {
+      size_t pick = explored_.size();
+      std::string w;
+      for (size_t i = 0; i < m; ++i) {
+        const size_t j = static_cast<size_t>(std::find(explored_.begin(), explored_.end(), open[i]->scheme) - explored_.begin());
+        if (j == explored_.size() || !std::isfinite(best_[j])) {
+          pick = explored_.size();  // one not measured warm: explore as usual
+          break;
+        }
+        if (pick == explored_.size() || best_[j] < best_[pick]) pick = j;
+        w += " " + explored_[j] + " " + fmt_time(best_[j]);
+      }
+      if (pick < explored_.size()) {
+        chosen_ = explored_[pick];
+        why_ = "auto chose " + chosen_ + " (" + cause + "): fastest of the " + std::to_string(m) +
+               " the model puts within " + fmt_num(a.explore_within) + "x, as measured before:" + w + "; " + why;
+        return;
+      }
+    }
     // Round 0 measures all m (cold); end_round() drops the far-off ones and plans the next rounds.
     explored_.clear();
     for (size_t i = 0; i < m; ++i) explored_.push_back(open[i]->scheme);
@@ -466,9 +488,11 @@ class Auto : public SparseAllreduce {
     const double was = link_.bytes_per_s;
     link_.bytes_per_s = bps;
     learned_ = true;
+    reuse_measured_ = std::strcmp(how, "measured") == 0;
     plan("link check: " + chosen_ + " took " + fmt_time(measured) + " (" + how + "), predicted " + fmt_time(p.seconds) + "; link " +
              fmt_rate(was) + " -> " + fmt_rate(bps),
          calls_);
+    reuse_measured_ = false;
   }
 
   SchemeOptions inner_opt_;
@@ -495,6 +519,7 @@ class Auto : public SparseAllreduce {
   bool nodes_ = false;
   bool across_ = false;   // the ranks span several nodes (some bytes cross a network)
   bool learned_ = false;  // link_ was learned since the last statistics: no further check
+  bool reuse_measured_ = false;  // plan() may choose by the exploration's times (learn_from)
   int check_left_ = 0;    // calls until the link check (0: none pending)
   double check_min_ = INFINITY;
 };

@@ -407,7 +407,70 @@ TEST(Auto, LearnsASlowerLinkFromItsCalls) {
       EXPECT_EQ(ran[0][static_cast<size_t>(call)], runs ? slow : fast) << "learn " << learn << " call " << call << ": " << w;
       EXPECT_EQ(w.find("link check: " + fast) != std::string::npos, learned) << w;
       EXPECT_EQ(w.find("link learned") != std::string::npos, learned) << w;
-      if (learned) EXPECT_EQ(w.find("auto chose " + slow), 0u) << w;
+      if (learned) {
+        EXPECT_EQ(w.find("auto chose " + slow), 0u) << w;
+      }
     }
+  }
+}
+
+// The link check after an exploration: with a declared link far faster than loopback, auto measures
+// both candidates (explore_within and the budget wide open), learns from the chosen one's warm time
+// that the link is slower, and plans again. The new plan puts the same two within explore_within:
+// they were measured warm a moment ago, so their times decide at once, with no second exploration
+// (every call after the first exploration runs the choice). Same decisions on every rank, exact.
+TEST(Auto, ReusesItsMeasuredTimesAfterLearningTheLink) {
+  const int n = 4;
+  test::Case c;
+  c.name = "same rows";
+  c.rows = uint64_t{1} << 16;
+  c.D = 8;
+  c.idx.resize(n);
+  c.val.resize(n);
+  test::Rng g(5);
+  for (int r = 0; r < n; ++r)
+    for (int64_t i = 0; i < 512; ++i) test::add_row(c, r, i * 97 + 5, g);
+  const test::Reference ref = test::reference(c);
+  SchemeOptions opt = c.opt;
+  opt.autotune.candidates = {"allgather", "balanced"};
+  opt.autotune.explore_within = 1e9;  // both measured, before and after learning
+  opt.autotune.explore_budget = 1e9;
+  opt.autotune.trials = 2;  // a cold round, then a warm one
+  opt.autotune.bytes_per_s = 1e15;
+  opt.autotune.alpha_s = 1e-9;
+  opt.autotune.message_s = 0;
+  opt.autotune.cpu.clear();
+  opt.autotune.cores = -1;
+  opt.autotune.learn_link = 2.0;
+  opt.node_size = 1;  // one rank per node: a network between them (loopback is one node)
+  const int calls = 10;
+  std::vector<std::vector<std::string>> ran(n), why(n);
+  loopback::run(n, [&](Communicator& comm) {
+    const int r = comm.rank();
+    test::Input in;
+    test::make_input(c, r, in);
+    auto s = make_scheme("auto", comm, c.spec(), opt);
+    for (int call = 0; call < calls; ++call) {
+      SparseTensor out;
+      s->run(in.view, out);
+      EXPECT_EQ(out.indices, ref.rows) << "call " << call;
+      EXPECT_TRUE(out.values == ref.vals) << "call " << call;
+      ran[static_cast<size_t>(r)].push_back(s->report().scheme);
+      why[static_cast<size_t>(r)].push_back(s->report().decision);
+    }
+  });
+  for (int r = 1; r < n; ++r) EXPECT_EQ(why[static_cast<size_t>(r)], why[0]) << "rank " << r << " decided otherwise";
+  // Calls 0-3: two rounds of both candidates; the 4th call's report has the choice after learning.
+  const std::string& w = why[0][3];
+  EXPECT_NE(w.find("link check: "), std::string::npos) << w;
+  EXPECT_NE(w.find("(measured)"), std::string::npos) << w;
+  const size_t before = w.find("as measured before: ");
+  ASSERT_NE(before, std::string::npos) << w;
+  for (const char* name : {" allgather ", " balanced "}) EXPECT_NE(w.find(name, before), std::string::npos) << name << ": " << w;
+  const std::string chosen = w.substr(std::strlen("auto chose "), w.find(' ', std::strlen("auto chose ")) - std::strlen("auto chose "));
+  ASSERT_TRUE(chosen == "allgather" || chosen == "balanced") << w;
+  for (int call = 4; call < calls; ++call) {
+    EXPECT_EQ(ran[0][static_cast<size_t>(call)], chosen) << "call " << call << ": " << why[0][static_cast<size_t>(call)];
+    EXPECT_EQ(why[0][static_cast<size_t>(call)].find("exploring"), std::string::npos) << why[0][static_cast<size_t>(call)];
   }
 }
