@@ -6,12 +6,15 @@ the one fixed scheme (zen's or a raw baseline) whose worst ratio to the run's be
 lowest, i.e. the best any rule that picks one scheme per row could do if it knew every run in
 advance. A row where even the oracle exceeds 1.10x in some run cannot meet the bound in every run
 by a fixed choice; the spread of the winners' times between runs is the noise the bound sits in.
+Runs with twins (bench_fastpath.sh's ZEN_TWINS: NAME#2 a second instance of NAME, timed in the same
+rounds) add the noise floor: per run, the winner's twin / best, i.e. a scheme identical to the winner
+that needs no decision, held to the same bound (twins are never the best or the oracle).
    usage: scripts/auto_repeat_table.py OUT1 OUT2 ...   (each a bench_fastpath.sh output folder)"""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from auto_table import rows_of  # noqa: E402
+from auto_table import fixed_of, rows_of  # noqa: E402
 
 
 def groups(out, suffix):
@@ -32,29 +35,43 @@ def main(outs):
     for metric, suffix, key in (("steady state (medians)", "", "time_us"), ("20-call means", "-m20", "mean_us")):
         runs = [groups(o, suffix) for o in outs]
         print(f"\n{metric}: auto / best per run; the oracle's worst ratio over the runs\n")
-        print("| input | n | output | auto / best per run | runs <= 1.10x | oracle | oracle's worst | winners |")
-        print("|---|---|---|---|---:|---|---:|---|")
-        met = oracle_met = total = 0
+        twins = any("#" in s for r in runs for t in r.values() for s in t)
+        print("| input | n | output | auto / best per run | runs <= 1.10x | oracle | oracle's worst | winners |" +
+              (" winner's twin / best per run | runs <= 1.10x |" if twins else ""))
+        print("|---|---|---|---|---:|---|---:|---|" + ("---|---:|" if twins else ""))
+        met = oracle_met = twin_met = twin_rows = total = 0
         for row in sorted(runs[0]):
             per = [r[row] for r in runs if row in r]
             if len(per) < len(runs) or any("auto" not in t for t in per):
                 continue
             total += 1
-            ratios, winners = [], []
-            fixed = set.intersection(*[set(s for s in t if s != "auto") for t in per])
+            ratios, winners, twin = [], [], []
+            fixed = set.intersection(*[set(fixed_of(t)) for t in per])
             for t in per:
                 best = min(t[s][key] for s in fixed)
                 ratios.append(t["auto"][key] / best)
                 winners.append(min(fixed, key=lambda s: t[s][key]))
+                if winners[-1] + "#2" in t:
+                    twin.append(t[winners[-1] + "#2"][key] / best)
             worst = {s: max(t[s][key] / min(t[x][key] for x in fixed) for t in per) for s in fixed}
             oracle = min(worst, key=worst.get)
             ok = sum(r <= 1.10 for r in ratios)
             met += ok == len(per)
             oracle_met += worst[oracle] <= 1.10
-            print(f"| {row[0]} | {row[1]} | {row[2]} | " + " ".join(f"{r:.2f}" for r in ratios) +
-                  f" | {ok} / {len(per)} | {oracle} | {worst[oracle]:.2f}x | {', '.join(sorted(set(winners)))} |")
+            line = (f"| {row[0]} | {row[1]} | {row[2]} | " + " ".join(f"{r:.2f}" for r in ratios) +
+                    f" | {ok} / {len(per)} | {oracle} | {worst[oracle]:.2f}x | {', '.join(sorted(set(winners)))} |")
+            if twins:  # only where every run timed its winner's twin
+                full = len(twin) == len(per)
+                tok = sum(r <= 1.10 for r in twin)
+                line += (" ".join(f"{r:.2f}" for r in twin) + f" | {tok} / {len(per)} |") if full else " - | - |"
+                twin_rows += full
+                twin_met += full and tok == len(per)
+            print(line)
         print(f"\nauto within 1.10x in every run: {met} of {total} rows; the oracle (one fixed scheme per row, "
               f"chosen knowing all runs): {oracle_met} of {total}")
+        if twins:
+            print(f"the winner's twin within 1.10x in every run: {twin_met} of the {twin_rows} rows where every run "
+                  f"timed it")
 
 
 if __name__ == "__main__":

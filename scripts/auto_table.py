@@ -27,6 +27,12 @@ def rows_of(path, kind):
     return groups, d.get("total_wrong", 0)
 
 
+def fixed_of(t):
+    """The fixed schemes of a row: every scheme but auto and the twins (NAME#TAG: a second instance
+    of NAME timed beside it, bench_fastpath.sh's ZEN_TWINS), which measure noise and are no choice."""
+    return {s: r for s, r in t.items() if s != "auto" and "#" not in s}
+
+
 def table_row(first, g, g20):
     """Markdown rows for one run pair (steady-state groups g, 20-call groups g20); first(label) gives
     the leading cells. Returns (lines, rows meeting both goals)."""
@@ -34,7 +40,7 @@ def table_row(first, g, g20):
     for label, t in g.items():
         if "auto" not in t:
             continue
-        others = {s: r for s, r in t.items() if s != "auto"}
+        others = fixed_of(t)
         win = min(others, key=lambda s: others[s]["time_us"])
         a = t["auto"]
         ran = a.get("ran", {})
@@ -44,7 +50,7 @@ def table_row(first, g, g20):
         ok = r1 <= 1.10
         t20 = g20.get(label, {})
         if "auto" in t20:
-            o20 = {s: r for s, r in t20.items() if s != "auto"}
+            o20 = fixed_of(t20)
             b20 = min(o20, key=lambda s: o20[s]["mean_us"])
             r2 = t20["auto"]["mean_us"] / o20[b20]["mean_us"]
             cells += [f"{b20} {o20[b20]['mean_us'] / 1000:.3f}", f"{t20['auto']['mean_us'] / 1000:.3f}", f"{r2:.2f}x"]

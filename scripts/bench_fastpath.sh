@@ -10,7 +10,9 @@
 # whose mean_us includes auto's decision calls and every scheme's cold first call).
 # Output: one zen_perf table + JSON per run under OUT (default bench-out/); scripts/fastpath_table.py
 # and scripts/auto_table.py turn them into docs/results.md's tables.
-#   usage: [ZEN_SCHEMES=a,b,..] [ZEN_NP="2 4"] [ZEN_OUTPUTS="sparse dense"] [ZEN_KINDS="brown demo"]
+# ZEN_TWINS=NAME#2,.. adds twins: a second instance of a scheme, timed in the same rounds, whose
+# ratio to the row's best is the noise floor of the 1.10x bound (scripts/auto_repeat_table.py).
+#   usage: [ZEN_SCHEMES=a,b,..] [ZEN_TWINS=a#2,..] [ZEN_NP="2 4"] [ZEN_OUTPUTS="sparse dense"] [ZEN_KINDS="brown demo"]
 #          scripts/bench_fastpath.sh [OUT] [ITERS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +21,7 @@ iters=${2:-40}
 source scripts/env.sh
 mkdir -p "$out"
 bash scripts/brown_traces.sh
-schemes=${ZEN_SCHEMES:-balanced,allgather,sparse_ps,sparcml,omnireduce,dense,dense_native,auto,mpi_allreduce,mpi_allgatherv}
+schemes=${ZEN_SCHEMES:-balanced,allgather,sparse_ps,sparcml,omnireduce,dense,dense_native,auto,mpi_allreduce,mpi_allgatherv}${ZEN_TWINS:+,$ZEN_TWINS}
 run() {  # TAG WARMUP ZEN_PERF_ARGS...: the steady-state run and the 20-call run of one row
   local tag=$1 warm=$2
   shift 2
