@@ -3,11 +3,13 @@
 //
 // A decision (first call, then every `reevaluate_every` calls, or when the size every rank learns
 // in a call moves by more than `drift`) runs in the call itself:
-//  1. statistics ("auto_stats"): an allgather of the ranks' nnz fixes the sample stride
-//     s = ceil(max_r nnz_r / sample_rows); each rank keeps the rows x with sample_hash(x) % s == 0
-//     (all of them when s = 1: the statistics are then exact) in one pass and sorts only those; an
-//     allgather of (distinct rows, exact or estimated from the sample, sample size, where the rank
-//     runs: model::CpuSite) and an allgatherv of the samples give every rank the same numbers.
+//  1. statistics ("auto_stats"): each rank keeps the rows in its sample of rate 1/2^shift
+//     (model::in_sample; shift 0 when nnz <= sample_rows: every row), the lowest shift that keeps
+//     at most sample_rows distinct rows, in one pass, and sorts only those; one allgather of fixed
+//     blocks (nnz, distinct rows exact or estimated from the sample, sample size and shift, where
+//     the rank runs: model::CpuSite, and up to kBlockRows sample rows; an allgatherv of the rest
+//     only when some sample is longer) gives every rank the same numbers, and every sample is cut
+//     to the highest shift (samples nest), the common sample the estimate reads.
 //  2. model: predicted time of every candidate (alpha-beta on the model's bytes, plus the CPU terms;
 //     ranks of one machine that outnumber its cores are charged their summed CPU time over them:
 //     model::Problem::share_cores). Dense fallback: when every sparse candidate moves more bytes than
@@ -35,6 +37,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <type_traits>
 
 #include "plan_util.hpp"
 #include "scheme_row.hpp"
@@ -85,6 +88,13 @@ std::string fmt_time(double s) {
 class Auto : public SparseAllreduce {
   static constexpr size_t kSmallSort = 4096;  // samples up to this many rows are sorted by std::sort
   static constexpr int kCheckCalls = 3;       // calls of a model choice timed for the link check (first not counted)
+  static constexpr size_t kBlockRows = 1024;  // sample rows in the statistics' allgather (the default sample_rows)
+  struct Head {  // a rank's statistics, before its sample
+    uint64_t nnz, k, sampled, shift;  // no padding: every byte sent is set
+    model::CpuSite site;
+  };
+  static_assert(std::is_trivially_copyable_v<Head>);
+  static constexpr size_t kHeadWords = (sizeof(Head) + sizeof(int64_t) - 1) / sizeof(int64_t);
 
  public:
   Auto(Communicator& comm, const TensorSpec& spec, const SchemeOptions& opt) : SparseAllreduce(comm, spec, opt) {
@@ -169,20 +179,39 @@ class Auto : public SparseAllreduce {
     report_.global_rows = r.global_rows;
   }
 
-  /// One pass over the input: rows_ gets the rows x with sample_hash(x) % stride == 0 (every row
-  /// when stride is 1), in input order; returns whether the input is strictly increasing.
+  /// One pass over the input: rows_ gets the rows in the sample of `shift` (model::in_sample;
+  /// every row when shift is 0), in input order; returns whether the input is strictly increasing.
+  /// Branch-free: every row is written at the end of the sample, which grows by one when the row is
+  /// sampled (a taken-or-not branch per row mispredicts at random).
   template <typename I>
-  bool sample_pass(const I* idx, size_t nnz, uint64_t stride) {
+  bool sample_pass(const I* idx, size_t nnz, unsigned shift) {
     bool increasing = true;
     int64_t prev = -1;
     const model::SampleHash hash(opt_.seed);
-    for (size_t i = 0; i < nnz; ++i) {
-      const auto x = static_cast<int64_t>(idx[i]);
-      increasing = increasing && x > prev;
-      prev = x;
-      if (stride == 1 || hash(static_cast<uint64_t>(x)) % stride == 0) rows_.push_back(x);
+    constexpr size_t kChunk = 1024;  // room for a whole chunk is made before it
+    size_t kept = 0;
+    for (size_t i0 = 0; i0 < nnz; i0 += kChunk) {
+      const size_t end = std::min(nnz, i0 + kChunk);
+      if (rows_.size() < kept + (end - i0)) rows_.resize(std::max(2 * rows_.size(), kept + (end - i0)));
+      int64_t* out = rows_.data();
+      for (size_t i = i0; i < end; ++i) {
+        const auto x = static_cast<int64_t>(idx[i]);
+        increasing &= x > prev;
+        prev = x;
+        out[kept] = x;
+        kept += model::in_sample(hash(static_cast<uint64_t>(x)), shift);
+      }
     }
+    rows_.resize(kept);
     return increasing;
+  }
+
+  /// Cuts `rows` (a sample of a lower shift) to the sample of `shift`, in order.
+  void keep_sampled(std::vector<int64_t>& rows, unsigned shift) const {
+    const model::SampleHash hash(opt_.seed);
+    rows.erase(std::remove_if(rows.begin(), rows.end(),
+                              [&](int64_t x) { return !model::in_sample(hash(static_cast<uint64_t>(x)), shift); }),
+               rows.end());
   }
 
   /// Collective: statistics, model, and the exploration plan (or the choice).
@@ -201,17 +230,16 @@ class Auto : public SparseAllreduce {
     uint64_t stride = 1;
     {
       Phase ph(*this, "auto_stats");
-      // The stride from the largest input (nnz >= distinct rows), so that no rank copies or sorts
-      // more than about sample_rows of its rows: one pass keeps the sampled ones (sample_hash(x) %
-      // stride == 0: a row is in every rank's sample or in none), then only they are sorted.
-      const auto nnzs = comm_.allgather_value(static_cast<uint64_t>(in.nnz));
-      const uint64_t nmax = *std::max_element(nnzs.begin(), nnzs.end());
-      stride = std::max<uint64_t>(1, (nmax + a.sample_rows - 1) / a.sample_rows);
-      rows_.clear();
-      rows_.reserve(std::min<uint64_t>(in.nnz, 2 * a.sample_rows + 64));
+      // Each rank samples at its own rate 1/2^shift, the lowest that keeps at most sample_rows of
+      // its distinct rows (model::in_sample: a row is in every rank's sample of a shift or in none,
+      // and a higher shift's sample is a subset), in one pass, sorting only the sampled rows.
+      const uint64_t cap = a.sample_rows;
+      unsigned shift = 0;
+      while ((in.nnz >> shift) > cap) ++shift;
+      rows_.resize(std::min<uint64_t>(in.nnz, 2 * cap + 64));
       // The whole input sorted and unique (a coalesced gradient): k = nnz.
-      const bool increasing = in.index_type == IndexType::I32 ? sample_pass(static_cast<const int32_t*>(in.indices), in.nnz, stride)
-                                                              : sample_pass(static_cast<const int64_t*>(in.indices), in.nnz, stride);
+      const bool increasing = in.index_type == IndexType::I32 ? sample_pass(static_cast<const int32_t*>(in.indices), in.nnz, shift)
+                                                              : sample_pass(static_cast<const int64_t*>(in.indices), in.nnz, shift);
       if (!increasing && rows_.size() <= kSmallSort) {
         // A sample of about sample_rows: std::sort in place (6 us for 870 rows here) touches no
         // memory beyond the rows, where the radix sort's histograms (32 KB of stack) and buffer are
@@ -225,33 +253,69 @@ class Auto : public SparseAllreduce {
                                detail::bits_for(std::max<uint64_t>(prob.rows, 1)));
         rows_.erase(std::unique(rows_.begin(), rows_.end()), rows_.end());
       }
+      while (rows_.size() > cap) keep_sampled(rows_, ++shift);  // more than expected: a sparser one
       // Distinct rows: exact when the input is coalesced or wholly in the sample, else the sample's
-      // distinct rows x stride (a hash sample: unbiased), within [sample, nnz].
-      const uint64_t mine_k = increasing    ? in.nnz
-                              : stride == 1 ? rows_.size()
-                                            : std::min<uint64_t>(in.nnz, rows_.size() * stride);
-      struct Rec {
-        uint64_t k, sampled;
-        model::CpuSite site;
-      };
-      const auto recs = comm_.allgather_value(Rec{mine_k, rows_.size(), site_});
-      std::vector<model::CpuSite> sites(un);
-      for (size_t r = 0; r < un; ++r) sites[r] = recs[r].site;
-      prob.share_cores(sites, a.cores);
-      std::vector<uint64_t> k(un);
-      std::vector<size_t> bytes(un), displ(un);
+      // distinct rows x 2^shift (a hash sample: unbiased), within [sample, nnz].
+      const uint64_t mine_k = increasing ? in.nnz
+                              : shift == 0 ? rows_.size()
+                                           : std::min<uint64_t>(in.nnz, rows_.size() > (in.nnz >> shift) ? in.nnz : rows_.size() << shift);
+      // One allgather of blocks of a fixed size (the same on every rank, whatever its options):
+      // every rank's head (nnz, k, sample size and shift, where it runs) and up to kBlockRows of its
+      // sample; the heads say whether any sample is longer (sample_rows above kBlockRows), and then
+      // an allgatherv carries the rest.
+      const Head mine{in.nnz, mine_k, rows_.size(), shift, site_};
+      constexpr size_t block = kHeadWords + kBlockRows;  // in 8-byte words
+      const size_t first = std::min<size_t>(rows_.size(), kBlockRows);
+      send_.assign(block, 0);
+      std::memcpy(static_cast<void*>(send_.data()), &mine, sizeof mine);
+      std::copy(rows_.begin(), rows_.begin() + static_cast<std::ptrdiff_t>(first), send_.begin() + kHeadWords);
+      recv_.resize(block * un);
+      comm_.allgather(send_.data(), block * sizeof(int64_t), recv_.data());
+      std::vector<Head> heads(un);
+      std::vector<size_t> rest(un), displ(un);  // bytes beyond the block, and where they land
       size_t tot = 0;
       for (size_t r = 0; r < un; ++r) {
-        k[r] = recs[r].k;
-        bytes[r] = recs[r].sampled * sizeof(int64_t);
+        std::memcpy(static_cast<void*>(&heads[r]), recv_.data() + r * block, sizeof(Head));
+        ZEN_CHECK_CODE(heads[r].shift < 64 && heads[r].sampled <= heads[r].nnz, Result::InternalError,
+                       "rank " + std::to_string(comm_.rank()) + " sparse allreduce (auto): rank " + std::to_string(r) +
+                           "'s statistics are corrupt (sample of " + std::to_string(heads[r].sampled) + " rows of " +
+                           std::to_string(heads[r].nnz) + ")");
+        rest[r] = (heads[r].sampled - std::min<uint64_t>(heads[r].sampled, kBlockRows)) * sizeof(int64_t);
         displ[r] = tot;
-        tot += bytes[r];
+        tot += rest[r];
       }
-      std::vector<int64_t> all(tot / sizeof(int64_t));
-      comm_.allgatherv(rows_.data(), bytes[static_cast<size_t>(comm_.rank())], all.data(), bytes.data(), displ.data());
+      if (tot > 0) {  // the same on every rank: it reads the heads
+        over_.resize(tot / sizeof(int64_t));
+        comm_.allgatherv(rows_.data() + first, rest[static_cast<size_t>(comm_.rank())], over_.data(), rest.data(), displ.data());
+      }
+      std::vector<model::CpuSite> sites(un);
+      std::vector<uint64_t> k(un), nnzs(un);
+      unsigned common = 0;  // the sparsest rank's shift: every sample is cut to it
+      for (size_t r = 0; r < un; ++r) {
+        sites[r] = heads[r].site;
+        k[r] = heads[r].k;
+        nnzs[r] = heads[r].nnz;
+        common = std::max(common, static_cast<unsigned>(heads[r].shift));
+      }
+      prob.share_cores(sites, a.cores);
+      all_.clear();
       std::vector<size_t> sizes(un);
-      for (size_t r = 0; r < un; ++r) sizes[r] = recs[r].sampled;
-      counts = model::estimate_from_sample(prob, all.data(), sizes, k, stride);  // read where they arrived
+      for (size_t r = 0; r < un; ++r) {
+        const size_t before = all_.size();
+        const int64_t* b = recv_.data() + r * block + kHeadWords;
+        all_.insert(all_.end(), b, b + std::min<uint64_t>(heads[r].sampled, kBlockRows));
+        const int64_t* o = over_.data() + displ[r] / sizeof(int64_t);
+        all_.insert(all_.end(), o, o + rest[r] / sizeof(int64_t));
+        if (heads[r].shift < common) {  // in place: the kept rows move to the front of its part
+          const model::SampleHash hash(opt_.seed);
+          const auto from = all_.begin() + static_cast<std::ptrdiff_t>(before);
+          all_.erase(std::remove_if(from, all_.end(), [&](int64_t x) { return !model::in_sample(hash(static_cast<uint64_t>(x)), common); }),
+                     all_.end());
+        }
+        sizes[r] = all_.size() - before;
+      }
+      stride = uint64_t{1} << common;
+      counts = model::estimate_from_sample(prob, all_.data(), sizes, k, stride);
       counts.entries.assign(nnzs.begin(), nnzs.end());
     }
     prob_ = std::move(prob);
@@ -500,7 +564,7 @@ class Auto : public SparseAllreduce {
   model::Link link_;  // the model's link and CPU terms (from the options, once)
   std::vector<std::string> candidates_;
   std::map<std::string, std::unique_ptr<SparseAllreduce>> schemes_;
-  std::vector<int64_t> rows_;
+  std::vector<int64_t> rows_, send_, recv_, over_, all_;  // the statistics' sample, blocks, longer samples' rest, samples at the common shift
   std::vector<uint64_t> sort_tmp_;
   bool need_decision_ = true;
   std::string chosen_, why_, reason_, model_text_, cause_;

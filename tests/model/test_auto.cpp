@@ -69,6 +69,26 @@ std::string model_argmin(const test::Case& c, int n, const SchemeOptions& opt, b
   return best;
 }
 
+/// A case of n ranks with no rows yet.
+test::Case blank_case(const char* name, int n, uint64_t rows, uint32_t D) {
+  test::Case c;
+  c.name = name;
+  c.rows = rows;
+  c.D = D;
+  c.idx.resize(static_cast<size_t>(n));
+  c.val.resize(static_cast<size_t>(n));
+  return c;
+}
+
+/// Every rank the same 512 rows (D = 8): balanced moves half allgather's bytes.
+test::Case same_rows_case(int n, uint64_t seed) {
+  test::Case c = blank_case("same rows", n, uint64_t{1} << 16, 8);
+  test::Rng g(seed);
+  for (int r = 0; r < n; ++r)
+    for (int64_t i = 0; i < 512; ++i) test::add_row(c, r, i * 97 + 5, g);
+  return c;
+}
+
 test::Case disjoint_case(int n, uint64_t R, size_t k) {
   test::Case c;
   c.name = "disjoint";
@@ -358,15 +378,7 @@ TEST(Auto, BrownCorpusTrace) {
 // learn_link <= 1, or with every rank on one node (no network to learn), the model's choice stays.
 TEST(Auto, LearnsASlowerLinkFromItsCalls) {
   const int n = 4;
-  test::Case c;
-  c.name = "same rows";
-  c.rows = uint64_t{1} << 16;
-  c.D = 8;
-  c.idx.resize(n);
-  c.val.resize(n);
-  test::Rng g(3);
-  for (int r = 0; r < n; ++r)  // every rank the same 512 rows: balanced moves half allgather's bytes
-    for (int64_t i = 0; i < 512; ++i) test::add_row(c, r, i * 97 + 5, g);
+  const test::Case c = same_rows_case(n, 3);
   const test::Reference ref = test::reference(c);
   SchemeOptions opt = c.opt;
   opt.autotune.explore_within = 1.0;  // model only: the choices follow the link
@@ -421,15 +433,7 @@ TEST(Auto, LearnsASlowerLinkFromItsCalls) {
 // (every call after the first exploration runs the choice). Same decisions on every rank, exact.
 TEST(Auto, ReusesItsMeasuredTimesAfterLearningTheLink) {
   const int n = 4;
-  test::Case c;
-  c.name = "same rows";
-  c.rows = uint64_t{1} << 16;
-  c.D = 8;
-  c.idx.resize(n);
-  c.val.resize(n);
-  test::Rng g(5);
-  for (int r = 0; r < n; ++r)
-    for (int64_t i = 0; i < 512; ++i) test::add_row(c, r, i * 97 + 5, g);
+  const test::Case c = same_rows_case(n, 5);
   const test::Reference ref = test::reference(c);
   SchemeOptions opt = c.opt;
   opt.autotune.candidates = {"allgather", "balanced"};
@@ -472,5 +476,66 @@ TEST(Auto, ReusesItsMeasuredTimesAfterLearningTheLink) {
   for (int call = 4; call < calls; ++call) {
     EXPECT_EQ(ran[0][static_cast<size_t>(call)], chosen) << "call " << call << ": " << why[0][static_cast<size_t>(call)];
     EXPECT_EQ(why[0][static_cast<size_t>(call)].find("exploring"), std::string::npos) << why[0][static_cast<size_t>(call)];
+  }
+}
+
+// The statistics when the ranks' inputs differ in size: each rank samples at its own rate 1/2^shift
+// (at most sample_rows rows), and every rank cuts every sample to the highest shift (samples nest),
+// so all agree on one sample of rate 1/2^common. Rank sizes 6000, 300 and 40 distinct rows (input
+// order shuffled, not coalesced): with sample_rows 256 the shifts are 5, 1 and 0. The union auto
+// reports is estimate_from_sample's on the rows in_sample at shift 5, with each rank's own k
+// estimate (its sample x 2^its shift, or exact when it kept every row); on every rank. Both parts
+// of the exchange: the allgather of fixed blocks (head and up to 1024 sample rows), and with
+// sample_rows 4096 (rank 0 with 60000 rows: shift 4, about 3750 rows) the allgatherv of the rest.
+TEST(Auto, StatisticsAgreeOnOneSampleAcrossRankSizes) {
+  const int n = 3;
+  for (const uint64_t cap : {uint64_t{256}, uint64_t{4096}}) {
+    const std::vector<int64_t> sizes = {cap == 256 ? 6000 : 60000, 300, 40};
+    test::Case c = blank_case("uneven", n, uint64_t{1} << 20, 2);
+    test::Rng g(11);
+    for (int r = 0; r < n; ++r) {
+      std::vector<int64_t> rows;
+      for (int64_t i = 0; i < sizes[static_cast<size_t>(r)]; ++i) rows.push_back((i * 7919 + 13 * r) % static_cast<int64_t>(c.rows));
+      std::sort(rows.begin(), rows.end());
+      rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+      for (size_t i = rows.size(); i > 1; --i) std::swap(rows[i - 1], rows[g.next() % i]);  // not increasing
+      for (int64_t x : rows) test::add_row(c, r, x, g);
+    }
+    SchemeOptions opt = c.opt;
+    opt.autotune.sample_rows = cap;
+    opt.autotune.cores = -1;
+    // The expected statistics: each rank's shift from its nnz, its k estimate, the common cut.
+    const model::SampleHash hash(opt.seed);
+    std::vector<unsigned> shift(n, 0);
+    std::vector<uint64_t> k(n);
+    unsigned common = 0;
+    for (int r = 0; r < n; ++r) {
+      const auto ur = static_cast<size_t>(r);
+      const uint64_t nnz = c.idx[ur].size();
+      while ((nnz >> shift[ur]) > cap) ++shift[ur];
+      uint64_t kept = 0;
+      for (int64_t x : c.idx[ur]) kept += model::in_sample(hash(static_cast<uint64_t>(x)), shift[ur]);
+      while (kept > cap) {  // as auto: a sparser sample when the first one is too large
+        ++shift[ur];
+        kept = 0;
+        for (int64_t x : c.idx[ur]) kept += model::in_sample(hash(static_cast<uint64_t>(x)), shift[ur]);
+      }
+      k[ur] = shift[ur] == 0 ? kept : std::min<uint64_t>(nnz, kept << shift[ur]);
+      common = std::max(common, shift[ur]);
+    }
+    ASSERT_GT(common, shift[1]) << "the case must give the ranks different shifts";
+    std::vector<std::vector<int64_t>> sample(n);
+    for (int r = 0; r < n; ++r)
+      for (int64_t x : c.idx[static_cast<size_t>(r)])
+        if (model::in_sample(hash(static_cast<uint64_t>(x)), common)) sample[static_cast<size_t>(r)].push_back(x);
+    for (auto& s : sample) std::sort(s.begin(), s.end());
+    const model::Problem p = model::Problem::of(c.spec(), n, opt, true);
+    const uint64_t K = model::estimate_from_sample(p, sample, k, uint64_t{1} << common).K;
+    const std::string want = "k/rank=" + std::to_string(*std::min_element(k.begin(), k.end())) + ".." +
+                             std::to_string(*std::max_element(k.begin(), k.end())) + " union~" + std::to_string(K) +
+                             " (sample 1/" + std::to_string(uint64_t{1} << common) + ")";
+    const std::vector<Choice> got = first_calls(c, n, opt);
+    for (int r = 0; r < n; ++r) EXPECT_NE(got[static_cast<size_t>(r)].decision.find(want), std::string::npos)
+        << "sample_rows " << cap << " rank " << r << ": want '" << want << "' in " << got[static_cast<size_t>(r)].decision;
   }
 }

@@ -85,9 +85,10 @@ struct Counts {
 /// Exact counts from every rank's rows (any order, duplicates allowed, each in [0, R)).
 Counts count_exact(const Problem& p, const std::vector<std::vector<int64_t>>& rows);
 
-/// Estimated counts from a hash sample: sample[r] = rank r's distinct rows x with
-/// sample_hash(x, salt) % stride == 0 (all of them when stride == 1, which makes the counts
-/// exact), k[r] = its distinct row count. Unions and per-owner loads are the sample's times stride
+/// Estimated counts from a hash sample: sample[r] = rank r's distinct rows x in a sample of rate
+/// 1/stride that is the same on every rank (auto: stride 2^shift, in_sample(sample_hash(x, salt),
+/// shift); all of them when stride == 1, which makes the counts exact), k[r] = its distinct row
+/// count. Unions and per-owner loads are the sample's times stride
 /// (never more than the rows that exist). OmniReduce is left unknown unless stride == 1.
 Counts estimate_from_sample(const Problem& p, const std::vector<std::vector<int64_t>>& sample,
                             const std::vector<uint64_t>& k, uint64_t stride);
@@ -103,6 +104,10 @@ struct SampleHash {
   uint64_t operator()(uint64_t row) const { return mix64(row ^ key); }
 };
 inline uint64_t sample_hash(uint64_t row, uint64_t salt) { return SampleHash(salt)(row); }
+/// Whether a row whose sample_hash is `hash` is in the sample of rate 1/2^shift: the hash's top
+/// `shift` bits are zero (shift 0: every row). Samples nest: shift + 1's is a subset of shift's, so
+/// ranks that sampled at different shifts cut theirs to the highest one and agree on every row.
+inline bool in_sample(uint64_t hash, unsigned shift) { return shift == 0 || (hash >> (64 - shift)) == 0; }
 
 struct PhaseTraffic {
   std::string name;
