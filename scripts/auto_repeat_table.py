@@ -11,6 +11,7 @@ rounds) add the noise floor: per run, the winner's twin / best, i.e. a scheme id
 that needs no decision, held to the same bound (twins are never the best or the oracle).
    usage: scripts/auto_repeat_table.py OUT1 OUT2 ...   (each a bench_fastpath.sh output folder)"""
 import os
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -40,6 +41,7 @@ def main(outs):
               (" winner's twin / best per run | runs <= 1.10x |" if twins else ""))
         print("|---|---|---|---|---:|---|---:|---|" + ("---|---:|" if twins else ""))
         met = oracle_met = twin_met = twin_rows = total = 0
+        every, every_twin = [], []  # every run's ratio of every row
         for row in sorted(runs[0]):
             per = [r[row] for r in runs if row in r]
             if len(per) < len(runs) or any("auto" not in t for t in per):
@@ -55,6 +57,8 @@ def main(outs):
                     twin.append(t[winners[-1] + "#2"][key] / best)
             worst = {s: max(t[s][key] / min(t[x][key] for x in fixed) for t in per) for s in fixed}
             oracle = min(worst, key=worst.get)
+            every += ratios
+            every_twin += twin
             ok = sum(r <= 1.10 for r in ratios)
             met += ok == len(per)
             oracle_met += worst[oracle] <= 1.10
@@ -63,7 +67,7 @@ def main(outs):
             if twins:  # only where every run timed its winner's twin
                 full = len(twin) == len(per)
                 tok = sum(r <= 1.10 for r in twin)
-                line += (" ".join(f"{r:.2f}" for r in twin) + f" | {tok} / {len(per)} |") if full else " - | - |"
+                line += (" " + " ".join(f"{r:.2f}" for r in twin) + f" | {tok} / {len(per)} |") if full else " - | - |"
                 twin_rows += full
                 twin_met += full and tok == len(per)
             print(line)
@@ -72,6 +76,10 @@ def main(outs):
         if twins:
             print(f"the winner's twin within 1.10x in every run: {twin_met} of the {twin_rows} rows where every run "
                   f"timed it")
+        for name, v in (("auto", every), ("the winner's twin", every_twin)):
+            if v:
+                print(f"{name} / best over every row and run: median {statistics.median(v):.3f}, mean "
+                      f"{statistics.mean(v):.3f}, above 1.10x in {sum(r > 1.10 for r in v)} of {len(v)}")
 
 
 if __name__ == "__main__":

@@ -193,8 +193,8 @@ int parse_options(int argc, char** argv, Config& cfg) {
                  "auto: when the chosen scheme's calls take more than this many times its prediction, charge the excess "
                  "to the link (a slower bytes_per_s, kept) and decide again (<= 1: never)");
   app.add_option("--auto-sample-rows", cfg.auto_sample_rows,
-                 "auto: rows per rank its statistics sample (exact when no rank has more non-zeros; omnireduce is a "
-                 "candidate only then)")
+                 "auto: the most rows per rank its statistics sample (exact when no rank has more non-zeros; omnireduce "
+                 "is a candidate only then)")
       ->check(CLI::PositiveNumber);
   app.add_option("--auto-settle", cfg.auto_settle,
                  "auto: after the warm-up rounds, call it untimed until its first decision (statistics, measuring the "

@@ -88,7 +88,7 @@ typedef struct {
   double auto_explore_within; /**< measure candidates predicted within this factor of the best (default 1.5) */
   int auto_max_explore;      /**< measure at most this many candidates (default 4) */
   int auto_trials;           /**< calls per measured candidate (default 3) */
-  uint64_t auto_sample_rows; /**< per-rank hash-sample target of the statistics (default 1024) */
+  uint64_t auto_sample_rows; /**< most rows of a rank's hash sample for the statistics (default 1024) */
   double auto_alpha_s;       /**< model latency per message round, seconds (default 20e-6) */
   double auto_message_s;     /**< model overhead per message, seconds (default 1e-6) */
   double auto_bytes_per_s;   /**< model per-rank bandwidth, bytes/s (default 25e9/8) */

@@ -216,8 +216,9 @@ TEST(CapiMpi, AppendedAutoOptionsReachThePlan) {
       const char* w = nullptr;
       ASSERT_EQ(zenSparseAllreduceLastScheme(op, &scheme, &w), zenSuccess);
       why = w;
-      if (call == 0)
+      if (call == 0) {
         EXPECT_NE(why.find("shared cores: " + std::to_string(size()) + " ranks per core"), std::string::npos) << why;
+      }
     }
     EXPECT_EQ(why.find("link learned") != std::string::npos, learn > 1) << "auto_learn_link " << learn << ": " << why;
     zenSparseAllreduceDestroy(op);

@@ -102,7 +102,7 @@ struct SchemeOptions {
     /// has not run yet. This machine's median over the fixed sparse schemes' first calls in
     /// scripts/bench_fastpath.sh's 20-call runs (2026-12-04: 8.3, quartiles 1.6 and 15).
     double cold_calls = 8.0;
-    uint64_t sample_rows = 1024;          ///< per-rank hash-sample target for the statistics (exact below it)
+    uint64_t sample_rows = 1024;          ///< most rows of a rank's hash sample for the statistics (every row, exact, when nnz <= it)
     /// Cores that ranks on one machine share, for the model's compute term (model::Problem::share_cores;
     /// docs/cost-model.md, "Shared cores"): 0 finds them (ranks with the same kernel boot id share
     /// one machine, whose cores are the union of their affinity masks), > 0 sets them per machine,
