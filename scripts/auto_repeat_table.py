@@ -8,7 +8,9 @@ advance. A row where even the oracle exceeds 1.10x in some run cannot meet the b
 by a fixed choice; the spread of the winners' times between runs is the noise the bound sits in.
 Runs with twins (bench_fastpath.sh's ZEN_TWINS: NAME#2 a second instance of NAME, timed in the same
 rounds) add the noise floor: per run, the winner's twin / best, i.e. a scheme identical to the winner
-that needs no decision, held to the same bound (twins are never the best or the oracle).
+that needs no decision, held to the same bound (twins are never the best or the oracle). Runs with
+ZEN_AUTO_CACHE add a third table: the 20-call runs of a later job, auto starting from its remembered
+decisions.
    usage: scripts/auto_repeat_table.py OUT1 OUT2 ...   (each a bench_fastpath.sh output folder)"""
 import os
 import statistics
@@ -21,7 +23,7 @@ from auto_table import fixed_of, rows_of  # noqa: E402
 def groups(out, suffix):
     g = {}
     for name in sorted(os.listdir(out)):
-        if not name.endswith(suffix + ".json") or (suffix == "" and name.endswith("-m20.json")):
+        if not name.endswith(suffix + ".json") or (suffix == "" and name.endswith(("-m20.json", "-m20c.json"))):
             continue
         tag = name[: -len(suffix + ".json")]
         kind = "brown" if tag.startswith("brown") else "demo"
@@ -33,8 +35,12 @@ def groups(out, suffix):
 
 
 def main(outs):
-    for metric, suffix, key in (("steady state (medians)", "", "time_us"), ("20-call means", "-m20", "mean_us")):
+    for metric, suffix, key in (("steady state (medians)", "", "time_us"), ("20-call means", "-m20", "mean_us"),
+                                ("20-call means of a later job (auto's decisions remembered: ZEN_AUTO_CACHE)", "-m20c",
+                                 "mean_us")):
         runs = [groups(o, suffix) for o in outs]
+        if not any(runs):
+            continue
         print(f"\n{metric}: auto / best per run; the oracle's worst ratio over the runs\n")
         twins = any("#" in s for r in runs for t in r.values() for s in t)
         print("| input | n | output | auto / best per run | runs <= 1.10x | oracle | oracle's worst | winners |" +

@@ -7,7 +7,9 @@ it ran in its timed calls), auto / best in the steady state (medians, same run) 
 cold first call included; best = the lowest mean of the others in that run).
    usage: scripts/auto_table.py OUT             (OUT: bench_fastpath.sh's output folder)
           scripts/auto_table.py --cluster OUT   (OUT: bench_cluster_auto.sh's: one row per link rate,
-                                                 hosts x ranks per host and output)"""
+                                                 hosts x ranks per host and output)
+          --remembered: the 20-call columns from the -m20c runs (ZEN_AUTO_CACHE=1: a later job, auto
+          starting from the decisions the steady-state run remembered)"""
 import json
 import os
 import re
@@ -66,10 +68,11 @@ HEAD = ("winner (ms) | auto's choice | auto (ms) | auto / best | 20-call: best m
         "auto / best | <= 1.10x |")
 
 
-def runs(steady, kind):
-    """(steady groups, 20-call groups, #wrong of both) of a steady-state JSON and its -m20 twin."""
+def runs(steady, kind, m20_suffix="-m20"):
+    """(steady groups, 20-call groups, #wrong of both) of a steady-state JSON and its -m20 twin (or,
+    with --remembered, its -m20c twin: the 20-call run of a later job, auto's decisions remembered)."""
     g, w = rows_of(steady, kind)
-    m20 = steady[:-len(".json")] + "-m20.json"
+    m20 = steady[:-len(".json")] + m20_suffix + ".json"
     g20, w20 = rows_of(m20, kind) if os.path.exists(m20) else ({}, 0)
     return g, g20, w + w20
 
@@ -77,7 +80,8 @@ def runs(steady, kind):
 def main():
     args = sys.argv[1:]
     cluster = "--cluster" in args
-    args = [a for a in args if a != "--cluster"]
+    suffix = "-m20c" if "--remembered" in args else "-m20"
+    args = [a for a in args if a not in ("--cluster", "--remembered")]
     out = args[0] if args else ("bench-out/cluster-auto" if cluster else "bench-out")
     wrong = rows = met = 0
     if cluster:
@@ -90,7 +94,7 @@ def main():
                 found.append((m.group(2) != "gbit", int(m.group(1)), int(m.group(3)), int(m.group(4)),
                               m.group(5) == "sparse", name, m))
         for *_, name, m in sorted(found):
-            g, g20, w = runs(os.path.join(out, name), "brown")
+            g, g20, w = runs(os.path.join(out, name), "brown", suffix)
             wrong += w
             first = lambda label, m=m: f"{m.group(1)} {m.group(2)[0].upper()}bit/s | {m.group(3)} x {m.group(4)} | {m.group(5)}"
             lines, ok = table_row(first, g, g20)
@@ -106,7 +110,7 @@ def main():
                     steady = os.path.join(out, f"{kind}-n{n}-{output}.json")
                     if not os.path.exists(steady):
                         continue
-                    g, g20, w = runs(steady, kind)
+                    g, g20, w = runs(steady, kind, suffix)
                     wrong += w
                     lines, ok = table_row(lambda label, n=n, output=output: f"{label} | {n} | {output}", g, g20)
                     rows += len(lines)

@@ -12,7 +12,9 @@
 # and scripts/auto_table.py turn them into docs/results.md's tables.
 # ZEN_TWINS=NAME#2,.. adds twins: a second instance of a scheme, timed in the same rounds, whose
 # ratio to the row's best is the noise floor of the 1.10x bound (scripts/auto_repeat_table.py).
-#   usage: [ZEN_SCHEMES=a,b,..] [ZEN_TWINS=a#2,..] [ZEN_NP="2 4"] [ZEN_OUTPUTS="sparse dense"] [ZEN_KINDS="brown demo"]
+# ZEN_AUTO_CACHE=1: the steady-state run remembers auto's decisions (--auto-cache OUT/TAG.cache),
+# and a third run of each row, TAG-m20c.json, is the 20-call run of a later job that starts from them.
+#   usage: [ZEN_SCHEMES=a,b,..] [ZEN_TWINS=a#2,..] [ZEN_AUTO_CACHE=1] [ZEN_NP="2 4"] [ZEN_OUTPUTS="sparse dense"] [ZEN_KINDS="brown demo"]
 #          scripts/bench_fastpath.sh [OUT] [ITERS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,11 +28,18 @@ run() {  # TAG WARMUP ZEN_PERF_ARGS...: the steady-state run and the 20-call run
   local tag=$1 warm=$2
   shift 2
   echo "== $tag"
-  mpirun -np $np build/bin/zen_perf --scheme $schemes -c 1 -n "$iters" -w "$warm" "$@" --output $output --json "$out/$tag.json" |
-    tee "$out/$tag.txt"
+  local cache=()
+  if [ -n "${ZEN_AUTO_CACHE:-}" ]; then rm -f "$out/$tag.cache"; cache=(--auto-cache "$out/$tag.cache"); fi
+  mpirun -np $np build/bin/zen_perf --scheme $schemes -c 1 -n "$iters" -w "$warm" "$@" --output $output "${cache[@]}" \
+    --json "$out/$tag.json" | tee "$out/$tag.txt"
   echo "== $tag-m20"
   mpirun -np $np build/bin/zen_perf --scheme $schemes -c 1 "$@" -n 20 -w 0 --auto-settle 0 --output $output \
     --json "$out/$tag-m20.json" | tee "$out/$tag-m20.txt"
+  if [ -n "${ZEN_AUTO_CACHE:-}" ]; then  # a later job: auto starts from what the steady-state run remembered
+    echo "== $tag-m20c"
+    mpirun -np $np build/bin/zen_perf --scheme $schemes -c 1 "$@" -n 20 -w 0 --auto-settle 0 --output $output \
+      --auto-cache "$out/$tag.cache" --json "$out/$tag-m20c.json" | tee "$out/$tag-m20c.txt"
+  fi
 }
 for np in ${ZEN_NP:-2 4}; do
   for output in ${ZEN_OUTPUTS:-sparse dense}; do

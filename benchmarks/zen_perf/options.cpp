@@ -125,6 +125,7 @@ SchemeOptions scheme_options(const Config& cfg) {
   o.autotune.sample_rows = cfg.auto_sample_rows;
   o.autotune.cores = cfg.auto_cores;
   o.autotune.learn_link = cfg.auto_learn_link;
+  o.autotune.cache = cfg.auto_cache;
   o.pull = parse_index_encoding(cfg.pull);
   o.push = parse_index_encoding(cfg.push);
   return o;
@@ -192,6 +193,10 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--auto-learn-link", cfg.auto_learn_link,
                  "auto: when the chosen scheme's calls take more than this many times its prediction, charge the excess "
                  "to the link (a slower bytes_per_s, kept) and decide again (<= 1: never)");
+  app.add_option("--auto-cache", cfg.auto_cache,
+                 "auto: a file of remembered decisions; a later run in the same situation (host, rank, sizes, tensor, "
+                 "input size within 19 %, options) starts with the choice remembered there, checked against its calls; "
+                 "a new choice is appended (empty: none)");
   app.add_option("--auto-sample-rows", cfg.auto_sample_rows,
                  "auto: the most rows per rank its statistics sample (exact when no rank has more non-zeros; omnireduce "
                  "is a candidate only then)")

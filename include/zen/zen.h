@@ -111,6 +111,8 @@ typedef struct {
                                   kernel's boot id and affinity masks; > 0: set; < 0: never shared; default 0) */
   double auto_learn_link;    /**< learn a slower link when the chosen scheme's calls take more than this many
                                   times its prediction (<= 1: never; default 2) */
+  const char* auto_cache;    /**< a file of remembered decisions: a later plan in the same situation starts with
+                                  the choice remembered there, checked against its calls (NULL: none; default) */
 } zenOptions_t;
 
 const char* zenGetErrorString(zenResult_t result);

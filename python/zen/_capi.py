@@ -152,7 +152,7 @@ class Options(ctypes.Structure):
         ("auto_entry_s", c_double), ("device_max_nnz", c_uint64), ("device_recv_capacity", c_uint64),
         ("device_pull_rows", c_uint64), ("push", c_int), ("auto_explore_budget", c_double),
         ("auto_explore_share", c_double), ("auto_cold_calls", c_double), ("auto_cores", c_int),
-        ("auto_learn_link", c_double),
+        ("auto_learn_link", c_double), ("auto_cache", c_char_p),
     ]
 
 

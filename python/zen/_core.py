@@ -8,6 +8,7 @@ lists) is converted first. Outputs are of the inputs' kind: torch tensors in, to
 import atexit
 import ctypes
 import itertools
+import os
 import threading
 import weakref
 
@@ -492,6 +493,10 @@ class SparseAllreduce(_Closable):
             elif k in ("inter_scheme", "auto_candidates"):
                 if v is not None:
                     v = (",".join(v) if not isinstance(v, str) else v).encode()
+                    self._keep.append(v)
+            elif k == "auto_cache":  # a path (str, bytes or os.PathLike); None: no cache
+                if v is not None:
+                    v = os.fsencode(v)
                     self._keep.append(v)
             elif isinstance(v, bool):
                 v = int(v)

@@ -83,6 +83,7 @@ zenOptions_t default_options() {
   o.auto_cold_calls = d.autotune.cold_calls;
   o.auto_cores = d.autotune.cores;
   o.auto_learn_link = d.autotune.learn_link;
+  o.auto_cache = nullptr;
   return o;
 }
 
@@ -152,6 +153,7 @@ zen::SchemeOptions to_scheme_options(const zenOptions_t& c) {
   o.autotune.cold_calls = c.auto_cold_calls;
   o.autotune.cores = c.auto_cores;
   o.autotune.learn_link = c.auto_learn_link;
+  if (c.auto_cache) o.autotune.cache = c.auto_cache;
   return o;
 }
 

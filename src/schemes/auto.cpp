@@ -24,6 +24,13 @@
 //     allgather of the round's times after it); after the first warm round the ones slower than
 //     explore_within x the fastest are dropped; after `trials` rounds (or one left) the chosen
 //     scheme is the one whose slowest rank was fastest in the warm rounds (ties: model order).
+//  0. remembered decisions (SchemeOptions::Auto::cache, the first decision only): each rank looks
+//     up its situation (cache_key) in the cache file; one allgather of the entries' codes
+//     ("auto_cache"): when every rank holds the same entry, its scheme is the choice, without steps
+//     1-3, and the calls check it (agreed size within drift of the remembered one, the slowest
+//     rank's fastest of the 2nd and 3rd call within kCacheSlack x the remembered time; else a
+//     full decision in the next call). A choice made in steps 1-3 is written there with its warm
+//     time (measured in the exploration, else timed as for the link check).
 //  4. link check (once per statistics, `learn_link` > 1, ranks on several nodes): the chosen scheme's time (the slowest rank's
 //     fastest of its 2nd and 3rd call, one allgather of a number; or its warm time in the
 //     exploration) against its prediction. Above learn_link x, the link is slower than the model
@@ -39,11 +46,16 @@
 #include <memory>
 #include <type_traits>
 
+#include <unistd.h>
+
+#include "auto_cache.hpp"
 #include "plan_util.hpp"
 #include "scheme_row.hpp"
 #include "zen/error.hpp"
 #include "zen/model/cost_model.hpp"
+#include "zen/detail/mix64.hpp"
 #include "zen/schemes/scheme.hpp"
+#include "zen/version.h"
 
 namespace zen {
 namespace {
@@ -85,10 +97,59 @@ std::string fmt_time(double s) {
   return b;
 }
 
+/// Every option that may change what the schemes cost or what auto chooses, as text (exact: doubles
+/// with 17 digits), for the decision cache's key.
+std::string options_text(const SchemeOptions& o) {
+  std::string t;
+  auto num = [&](const char* name, double x) {
+    char b[64];
+    std::snprintf(b, sizeof b, " %s=%.17g", name, x);
+    t += b;
+  };
+  num("pull", static_cast<double>(o.pull));
+  num("push", static_cast<double>(o.push));
+  num("dup", static_cast<double>(o.duplicates));
+  num("seed", static_cast<double>(o.seed));
+  num("k", o.hash_functions);
+  num("pf", o.parallel_factor);
+  num("sf", o.serial_fraction);
+  num("threads", o.threads);
+  num("validate", o.validate);
+  num("sparcml", o.sparcml_dense_switch);
+  num("block", o.block_size);
+  num("node", o.node_size);
+  num("avg", o.output.average);
+  num("acc", o.output.accumulate);
+  const auto& a = o.autotune;
+  t += " candidates=";
+  for (const auto& c : a.candidates) t += c + ",";
+  num("within", a.explore_within);
+  num("max_explore", a.max_explore);
+  num("trials", a.trials);
+  num("budget", a.explore_budget);
+  num("share", a.explore_share);
+  num("cold", a.cold_calls);
+  num("sample", static_cast<double>(a.sample_rows));
+  num("cores", a.cores);
+  num("learn", a.learn_link);
+  num("alpha", a.alpha_s);
+  num("message", a.message_s);
+  num("bps", a.bytes_per_s);
+  num("entry", a.entry_s);
+  for (const auto& c : a.cpu) {
+    t += " cpu:" + c.scheme;
+    num("v", c.value_s);
+    num("d", c.dense_s);
+    num("r", c.row_s);
+  }
+  return t;
+}
+
 class Auto : public SparseAllreduce {
   static constexpr size_t kSmallSort = 4096;  // samples up to this many rows are sorted by std::sort
   static constexpr int kCheckCalls = 3;       // calls of a model choice timed for the link check (first not counted)
   static constexpr size_t kBlockRows = 1024;  // sample rows in the statistics' allgather (the default sample_rows)
+  static constexpr double kCacheSlack = 1.5;  // a remembered choice slower than this x its remembered time is decided again
   struct Head {  // a rank's statistics, before its sample
     uint64_t nnz, k, sampled, shift;  // no padding: every byte sent is set
     model::CpuSite site;
@@ -113,13 +174,26 @@ class Auto : public SparseAllreduce {
     inner_opt_ = opt_;
     inner_opt_.validate = false;                     // validated once, by this wrapper
     inner_opt_.duplicates = DuplicatePolicy::Sum;    // rejected once, by this wrapper
+    if (!a.cache.empty()) {
+      cache_ = std::make_unique<detail::DecisionCache>(a.cache);
+      char host[256] = {};
+      if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+      cache_prefix_ = std::string("zen " ZEN_VERSION_STRING " host=") + host + " rank=" + std::to_string(comm.rank()) +
+                      " n=" + std::to_string(comm.size()) + " on_node=" + std::to_string(comm.ranks_on_node()) +
+                      " N=" + std::to_string(spec.dense_len) + " D=" + std::to_string(spec.row_width) +
+                      " dtype=" + std::to_string(static_cast<int>(spec.dtype)) + options_text(opt);
+    }
   }
   const char* name() const override { return "auto"; }
 
  protected:
   void execute(const SparseView& in, SparseTensor* sparse_out, void* dense_out) override {
     const bool sparse = sparse_out != nullptr;
-    if (need_decision_) decide(in, sparse);  // the output form of the deciding call counts
+    if (need_decision_) {  // the output form of the deciding call counts
+      if (cache_) key_ = cache_key(in, sparse);
+      const bool first = decisions_++ == 0;
+      if (!(first && cache_ && remembered())) decide(in, sparse);
+    }
     std::string run_name = chosen_;
     const bool exploring = next_trial_ < trials_.size();
     if (exploring) run_name = trials_[next_trial_];
@@ -136,8 +210,14 @@ class Auto : public SparseAllreduce {
       ++calls_;
       const uint64_t g = s.report().global_rows;
       if (g > 0) {
-        if (agreed_ == 0) agreed_ = g;
-        else if (std::abs(static_cast<double>(g) - static_cast<double>(agreed_)) >
+        if (agreed_ == 0) {
+          agreed_ = g;
+          if (cache_check_ && cached_rows_ > 0 &&
+              std::abs(static_cast<double>(g) - static_cast<double>(cached_rows_)) > opt_.autotune.drift * static_cast<double>(cached_rows_)) {
+            need_decision_ = true;  // another input than the remembered one's
+            reason_ = "cache check: agreed size " + std::to_string(cached_rows_) + " remembered, " + std::to_string(g) + " now";
+          }
+        } else if (std::abs(static_cast<double>(g) - static_cast<double>(agreed_)) >
                  opt_.autotune.drift * static_cast<double>(agreed_)) {
           need_decision_ = true;
           reason_ = "drift: agreed size " + std::to_string(agreed_) + " -> " + std::to_string(g);
@@ -152,8 +232,9 @@ class Auto : public SparseAllreduce {
       }
       if (check_left_ > 0 && !need_decision_) {  // the link check: the decision's own call not counted
         if (check_left_ < kCheckCalls) check_min_ = std::min(check_min_, dt);
-        if (--check_left_ == 0) link_check();
+        if (--check_left_ == 0) timed_check();
       }
+      if (write_s_ > 0 && !need_decision_) remember();
     }
     report_.scheme = run_name;
     report_.decision = why_;
@@ -380,10 +461,12 @@ class Auto : public SparseAllreduce {
     measure_at_ = 0;
     agreed_ = 0;
     need_decision_ = false;
-    // A choice by the model alone is checked against its calls (link_check); an explored one
-    // against its measured time (finish_exploration).
-    check_left_ = link_check_due() ? kCheckCalls : 0;
+    // A choice by the model alone is checked against its calls (timed_check); an explored one
+    // against its measured time (finish_exploration). With a cache, that time is remembered.
+    check_left_ = link_check_due() || cache_ ? kCheckCalls : 0;
     check_min_ = INFINITY;
+    cache_check_ = false;
+    write_s_ = 0;
     if (have_dense && n > 1 && best_sparse != UINT64_MAX && best_sparse > dense) {
       chosen_ = fallback->name;
       why_ = "auto chose " + chosen_ + " (" + cause + "): dense fallback, every sparse scheme moves more bytes than a dense allreduce (" +
@@ -515,12 +598,71 @@ class Auto : public SparseAllreduce {
     }
     w += " (slowest rank, " + std::to_string(round_) + " round(s)); " + model_text_;
     why_ = std::move(w);
-    // The link check on the chosen one's warm time (every rank has the same numbers); a cold one
-    // says too little: then its next calls are timed (link_check).
-    if (link_check_due()) {
-      if (a.trials > 1 && std::isfinite(best_[pick])) learn_from(best_[pick], "measured");
-      else check_left_ = kCheckCalls;
+    // The link check on the chosen one's warm time (every rank has the same numbers), and that time
+    // remembered unless the check planned again; a cold one says too little: then its next calls
+    // are timed (timed_check).
+    if (link_check_due() || cache_) {
+      if (a.trials <= 1 || !std::isfinite(best_[pick])) check_left_ = kCheckCalls;
+      else if (!(link_check_due() && learn_from(best_[pick], "measured"))) write_s_ = best_[pick];
     }
+  }
+
+  /// Local: this rank's situation for the decision cache (the constructor's part and the call's:
+  /// index type, output form, and the input's size class, a quarter octave of nnz).
+  uint64_t cache_key(const SparseView& in, bool sparse) const {
+    const int cls = in.nnz == 0 ? 0 : 1 + static_cast<int>(std::floor(4.0 * std::log2(static_cast<double>(in.nnz))));
+    const std::string s = cache_prefix_ + " idx=" + std::to_string(static_cast<int>(in.index_type)) +
+                          (sparse ? " out=sparse" : " out=dense") + " nnz_class=" + std::to_string(cls);
+    return fnv1a(s.data(), s.size());
+  }
+
+  /// Collective (one allgather of a number): whether every rank remembers the same choice for its
+  /// situation (key_); if so, that is the choice, checked against its calls.
+  bool remembered() {
+    const detail::CachedChoice* c = cache_->find(key_);
+    const bool usable = c && std::find(candidates_.begin(), candidates_.end(), c->scheme) != candidates_.end();
+    std::vector<uint64_t> codes;
+    {
+      Phase ph(*this, "auto_cache");
+      codes = comm_.allgather_value<uint64_t>(usable ? c->code() : 0);
+    }
+    if (codes[0] == 0 || std::any_of(codes.begin(), codes.end(), [&](uint64_t x) { return x != codes[0]; })) {
+      const auto held = std::count_if(codes.begin(), codes.end(), [](uint64_t x) { return x != 0; });
+      reason_ = held == 0 ? "first call, none remembered"
+                          : "first call, " + std::to_string(held) + " of " + std::to_string(codes.size()) + " ranks remember a choice, not the same";
+      return false;
+    }
+    // The same entry on every rank (its code): the same scheme, time and size everywhere.
+    trials_.clear();
+    next_trial_ = 0;
+    calls_ = 0;
+    measure_at_ = 0;
+    agreed_ = 0;
+    need_decision_ = false;
+    chosen_ = c->scheme;
+    cached_s_ = c->seconds;
+    cached_rows_ = c->rows;
+    cache_check_ = true;
+    check_left_ = kCheckCalls;
+    check_min_ = INFINITY;
+    write_s_ = 0;
+    why_ = "auto chose " + chosen_ + " (first call): remembered in " + cache_->path() + ", where it took " + fmt_time(cached_s_) +
+           (cached_rows_ > 0 ? " with agreed size " + std::to_string(cached_rows_) : std::string()) + "; checked against its calls";
+    return true;
+  }
+
+  /// Local: the chosen scheme and its agreed warm time (write_s_) go to the cache, unless the entry
+  /// there says the same (scheme, time within kCacheSlack, size within drift).
+  void remember() {
+    const detail::CachedChoice c{chosen_, write_s_, agreed_};
+    write_s_ = 0;
+    const detail::CachedChoice* had = cache_->find(key_);
+    const double drift = opt_.autotune.drift;
+    if (had && had->scheme == c.scheme && had->seconds <= kCacheSlack * c.seconds && c.seconds <= kCacheSlack * had->seconds &&
+        std::abs(static_cast<double>(had->rows) - static_cast<double>(c.rows)) <= drift * static_cast<double>(had->rows))
+      return;
+    const std::string err = cache_->add(key_, c);
+    why_ += err.empty() ? "; remembered in " + cache_->path() : "; not remembered: " + err;
   }
 
   /// Whether the choice just made is checked against real time: once per statistics (not after
@@ -529,26 +671,37 @@ class Auto : public SparseAllreduce {
   bool link_check_due() const { return across_ && opt_.autotune.learn_link > 1 && !learned_; }
 
   /// Collective (one allgather of a number): the slowest rank's fastest timed call of the chosen
-  /// scheme, then learn_from.
-  void link_check() {
+  /// scheme. A remembered choice slower than kCacheSlack x its remembered time is decided again;
+  /// another goes to learn_from when the link check is due, and its time to the cache.
+  void timed_check() {
     std::vector<double> t;
     {
-      Phase ph(*this, "auto_link");
+      Phase ph(*this, cache_check_ ? "auto_cache" : "auto_link");
       t = comm_.allgather_value(check_min_);
     }
-    learn_from(*std::max_element(t.begin(), t.end()), "timed");
+    const double slowest = *std::max_element(t.begin(), t.end());
+    if (cache_check_) {
+      cache_check_ = false;
+      if (slowest > kCacheSlack * cached_s_) {
+        need_decision_ = true;
+        reason_ = "cache check: " + chosen_ + " took " + fmt_time(slowest) + ", remembered " + fmt_time(cached_s_);
+      }
+      return;
+    }
+    if (link_check_due() && learn_from(slowest, "timed")) return;
+    if (cache_) write_s_ = slowest;
   }
 
   /// Local: when the chosen scheme's agreed time `measured` exceeds learn_link x its prediction, the
   /// link is slower than link_ says: link_ takes the rate that explains the time
-  /// (model::learned_bytes_per_s) and auto plans again on the same statistics.
-  void learn_from(double measured, const char* how) {
+  /// (model::learned_bytes_per_s) and auto plans again on the same statistics (returns true).
+  bool learn_from(double measured, const char* how) {
     const auto& a = opt_.autotune;
     const auto it = std::find_if(pred_.begin(), pred_.end(), [&](const model::Prediction& q) { return q.scheme == chosen_; });
     ZEN_CHECK_CODE(it != pred_.end(), Result::InternalError, "sparse allreduce (auto): no prediction of the chosen scheme '" + chosen_ + "'");
     const model::Prediction p = *it;  // a copy: plan() below replaces pred_
     const double bps = model::learned_bytes_per_s(p, measured, link_, a.learn_link);
-    if (bps <= 0) return;
+    if (bps <= 0) return false;
     const double was = link_.bytes_per_s;
     link_.bytes_per_s = bps;
     learned_ = true;
@@ -557,6 +710,7 @@ class Auto : public SparseAllreduce {
              fmt_rate(was) + " -> " + fmt_rate(bps),
          calls_);
     reuse_measured_ = false;
+    return true;
   }
 
   SchemeOptions inner_opt_;
@@ -586,6 +740,16 @@ class Auto : public SparseAllreduce {
   bool reuse_measured_ = false;  // plan() may choose by the exploration's times (learn_from)
   int check_left_ = 0;    // calls until the link check (0: none pending)
   double check_min_ = INFINITY;
+  // The decision cache (SchemeOptions::Auto::cache): this rank's situation, the remembered choice
+  // being checked, the agreed warm time of a choice to remember (0: none).
+  std::unique_ptr<detail::DecisionCache> cache_;
+  std::string cache_prefix_;
+  uint64_t key_ = 0;
+  uint64_t decisions_ = 0;
+  bool cache_check_ = false;
+  double cached_s_ = 0;
+  uint64_t cached_rows_ = 0;
+  double write_s_ = 0;
 };
 
 }  // namespace

@@ -192,6 +192,7 @@ TEST(CapiMpi, AppendedAutoOptionsReachThePlan) {
   EXPECT_EQ(d.auto_cold_calls, a.cold_calls);
   EXPECT_EQ(d.auto_cores, a.cores);
   EXPECT_EQ(d.auto_learn_link, a.learn_link);
+  EXPECT_EQ(d.auto_cache, nullptr);
   if (size() == 1) return;  // one rank: no cores shared, no link
   Comm c;
   for (double learn : {2.0, 0.0}) {
@@ -224,6 +225,43 @@ TEST(CapiMpi, AppendedAutoOptionsReachThePlan) {
     zenSparseAllreduceDestroy(op);
   }
   MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// auto_cache reaches the plan: a first plan appends its choice to the file (one line per rank,
+// after its 3rd call), a second plan with the same options takes it from there in its first call.
+TEST(CapiMpi, AutoCacheRemembersAcrossPlans) {
+  long pid = static_cast<long>(getpid());
+  MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+  const std::string path = "/tmp/zen-capi-auto-cache-" + std::to_string(pid);
+  if (rank() == 0) std::remove(path.c_str());
+  MPI_Barrier(MPI_COMM_WORLD);
+  zenOptions_t o;
+  ASSERT_EQ(zenOptionsInit(&o), zenSuccess);
+  o.auto_explore_within = 1.0;  // the model decides the first plan
+  o.auto_candidates = "allgather,balanced";
+  o.auto_cache = path.c_str();
+  Comm c;
+  std::string why[2];
+  for (int plan = 0; plan < 2; ++plan) {
+    zenSparseAllreduce_t op = nullptr;
+    ASSERT_EQ(zenSparseAllreduceCreate(&op, c.c, "auto", kN, 1, zenFloat64, &o), zenSuccess) << zenGetLastError();
+    int64_t idx[2] = {static_cast<int64_t>(rank()), static_cast<int64_t>(kN - 1)};
+    double val[2] = {1.0, 2.0};
+    std::vector<double> out(kN);
+    for (int call = 0; call < 3; ++call) {
+      ASSERT_EQ(zenSparseAllreduceDense(op, 2, idx, zenInt64, val, out.data()), zenSuccess) << zenGetLastError();
+      ASSERT_EQ(out[kN - 1], 2.0 * size());
+      const char* scheme = nullptr;
+      const char* w = nullptr;
+      ASSERT_EQ(zenSparseAllreduceLastScheme(op, &scheme, &w), zenSuccess);
+      if ((plan == 0 && call == 2) || (plan == 1 && call == 0)) why[plan] = w;
+    }
+    zenSparseAllreduceDestroy(op);
+  }
+  EXPECT_NE(why[0].find("; remembered in " + path), std::string::npos) << why[0];
+  EXPECT_NE(why[1].find("(first call): remembered in " + path), std::string::npos) << why[1];
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank() == 0) std::remove(path.c_str());
 }
 
 TEST(CapiMpi, TimeoutNamesTheMissingRank) {

@@ -4,10 +4,14 @@
 // density falls back to dense; the Brown-corpus embedding trace picks what Zen's criterion says.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <mutex>
 #include <thread>
 #include <unistd.h>
@@ -538,4 +542,225 @@ TEST(Auto, StatisticsAgreeOnOneSampleAcrossRankSizes) {
     for (int r = 0; r < n; ++r) EXPECT_NE(got[static_cast<size_t>(r)].decision.find(want), std::string::npos)
         << "sample_rows " << cap << " rank " << r << ": want '" << want << "' in " << got[static_cast<size_t>(r)].decision;
   }
+}
+
+namespace {
+
+/// One call of a plan as a rank saw it.
+struct Call {
+  std::string scheme, decision;
+  std::vector<std::string> phases;
+};
+
+/// Every rank's calls of one auto plan (a job) on case c, each result checked exact.
+std::vector<std::vector<Call>> job(const test::Case& c, int n, const SchemeOptions& opt, int calls) {
+  const test::Reference ref = test::reference(c);
+  std::vector<std::vector<Call>> got(static_cast<size_t>(n));
+  loopback::run(n, [&](Communicator& comm) {
+    test::Input in;
+    test::make_input(c, comm.rank(), in);
+    auto s = make_scheme("auto", comm, c.spec(), opt);
+    for (int call = 0; call < calls; ++call) {
+      SparseTensor out;
+      s->run(in.view, out);
+      EXPECT_EQ(out.indices, ref.rows) << "call " << call;
+      EXPECT_TRUE(out.values == ref.vals) << "call " << call;
+      Call k{s->report().scheme, s->report().decision, {}};
+      for (const auto& ph : s->report().phases) k.phases.push_back(ph.name);
+      got[static_cast<size_t>(comm.rank())].push_back(std::move(k));
+    }
+  });
+  for (int r = 1; r < n; ++r)
+    for (int call = 0; call < calls; ++call) {
+      EXPECT_EQ(got[static_cast<size_t>(r)][static_cast<size_t>(call)].scheme, got[0][static_cast<size_t>(call)].scheme)
+          << "rank " << r << " call " << call;
+      EXPECT_EQ(got[static_cast<size_t>(r)][static_cast<size_t>(call)].decision, got[0][static_cast<size_t>(call)].decision)
+          << "rank " << r << " call " << call;
+    }
+  return got;
+}
+
+bool has_phase(const Call& k, const char* name) { return std::find(k.phases.begin(), k.phases.end(), name) != k.phases.end(); }
+
+std::vector<std::string> read_lines(const fs::path& p) {
+  std::ifstream f(p);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(f, l);) lines.push_back(l);
+  return lines;
+}
+
+void write_lines(const fs::path& p, const std::vector<std::string>& lines) {
+  std::ofstream f(p, std::ios::trunc);
+  for (const auto& l : lines) f << l << "\n";
+}
+
+/// A cache line with field `field` (0-based: magic format key scheme seconds rows) set to `value`,
+/// its check recomputed (FNV-1a of the line before it, 16 hex digits): a valid entry.
+std::string with_field(const std::string& line, size_t field, const std::string& value) {
+  std::vector<std::string> f;
+  std::istringstream in(line);
+  for (std::string w; in >> w;) f.push_back(w);
+  EXPECT_EQ(f.size(), 7u) << line;
+  f[field] = value;
+  std::string body = f[0];
+  for (size_t i = 1; i + 1 < f.size(); ++i) body += " " + f[i];
+  char check[17];
+  std::snprintf(check, sizeof check, "%016llx", static_cast<unsigned long long>(test::fnv(body.data(), body.size(), 14695981039346656037ULL)));
+  return body + " " + check;
+}
+
+/// A fresh path for a cache file (removed at the end of the scope).
+struct TempCache {
+  fs::path path;
+  explicit TempCache(const char* name)
+      : path(fs::temp_directory_path() / (std::string("zen-auto-cache-") + name + "-" + std::to_string(getpid()))) {
+    fs::remove(path);
+  }
+  ~TempCache() { fs::remove(path); }
+};
+
+SchemeOptions cache_options(const test::Case& c, const fs::path& path) {
+  SchemeOptions opt = c.opt;
+  opt.autotune.candidates = {"allgather", "balanced"};  // both report an agreed size
+  opt.autotune.explore_within = 1.0;                    // the model decides the first job
+  opt.autotune.cores = -1;
+  opt.autotune.cache = path.string();
+  return opt;
+}
+
+}  // namespace
+
+// Remembered decisions: the first job decides (statistics in its first call), times its choice
+// (the slowest rank's fastest of calls 2-3) and appends it, one line per rank, in its 3rd call. A
+// second job with the same situation takes that choice in its first call from one allgather
+// ("auto_cache", no "auto_stats"), on every rank, and writes nothing new. n = 1, 3 (not a power of two) and 4; results exact on every call.
+TEST(Auto, RemembersItsChoiceForTheNextJob) {
+  for (int n : {1, 3, 4}) {
+    const test::Case c = same_rows_case(n, 21);
+    TempCache tmp("next-job");
+    const SchemeOptions opt = cache_options(c, tmp.path);
+    const auto first = job(c, n, opt, 5);
+    const std::string chose = first[0][0].scheme;
+    EXPECT_TRUE(has_phase(first[0][0], "auto_stats")) << first[0][0].decision;
+    EXPECT_NE(first[0][0].decision.find("(first call, none remembered)"), std::string::npos) << first[0][0].decision;
+    EXPECT_NE(first[0][2].decision.find("; remembered in " + tmp.path.string()), std::string::npos) << first[0][2].decision;
+    ASSERT_EQ(read_lines(tmp.path).size(), static_cast<size_t>(n)) << "one line per rank";
+    const auto second = job(c, n, opt, 3);
+    const Call& k = second[0][0];
+    EXPECT_EQ(k.scheme, chose);
+    EXPECT_TRUE(has_phase(k, "auto_cache")) << k.decision;
+    EXPECT_FALSE(has_phase(k, "auto_stats")) << "n=" << n << ": a remembered choice needs no statistics: " << k.decision;
+    EXPECT_EQ(k.decision.find("auto chose " + chose + " (first call): remembered in " + tmp.path.string()), 0u) << k.decision;
+    for (const auto& call : second[0]) {  // its check (after the 3rd call) may find this machine busier: no later call
+      EXPECT_EQ(call.scheme, chose) << call.decision;
+      EXPECT_FALSE(has_phase(call, "auto_stats")) << call.decision;
+    }
+    EXPECT_EQ(read_lines(tmp.path).size(), static_cast<size_t>(n)) << "n=" << n << ": the same choice is not written again";
+  }
+}
+
+// A remembered choice counts only when every rank holds the same entry: a line whose check fails
+// (edited without it) is skipped, and a valid line naming another scheme disagrees; either way every
+// rank makes the full decision in its first call, alike. Lines that are not entries are skipped.
+TEST(Auto, RemembersOnlyWhatEveryRankHolds) {
+  const int n = 3;
+  const test::Case c = same_rows_case(n, 22);
+  TempCache tmp("every-rank");
+  const SchemeOptions opt = cache_options(c, tmp.path);
+  const std::string chose = job(c, n, opt, 3)[0][0].scheme;
+  const std::vector<std::string> lines = read_lines(tmp.path);
+  ASSERT_EQ(lines.size(), static_cast<size_t>(n));
+  const std::string other = chose == "allgather" ? "balanced" : "allgather";
+  for (int variant = 0; variant < 3; ++variant) {
+    std::vector<std::string> edited = lines;
+    if (variant == 0) {  // a torn line and noise: no rank loses its entry
+      edited.insert(edited.begin(), "zen-auto-cache 1 0123");
+      edited.emplace_back("# a comment");
+    } else if (variant == 1) {  // the scheme edited, the check not: that rank has no entry
+      const size_t at = edited[1].find(" " + chose + " ");
+      ASSERT_NE(at, std::string::npos) << edited[1];
+      edited[1].replace(at + 1, chose.size(), other);
+    } else {  // a valid entry naming another scheme
+      edited[1] = with_field(edited[1], 3, other);
+    }
+    write_lines(tmp.path, edited);
+    const Call k = job(c, n, opt, 1)[0][0];
+    if (variant == 0) {
+      EXPECT_TRUE(has_phase(k, "auto_cache") && !has_phase(k, "auto_stats")) << k.decision;
+      EXPECT_EQ(k.decision.find("auto chose " + chose + " (first call): remembered in "), 0u) << k.decision;
+    } else {
+      EXPECT_TRUE(has_phase(k, "auto_stats")) << "variant " << variant << ": " << k.decision;
+      const std::string want = variant == 1 ? "(first call, 2 of 3 ranks remember a choice, not the same)"
+                                            : "(first call, 3 of 3 ranks remember a choice, not the same)";
+      EXPECT_NE(k.decision.find(want), std::string::npos) << "variant " << variant << ": " << k.decision;
+    }
+  }
+}
+
+// A remembered choice is checked against its calls: when the agreed size of its first call is off
+// the remembered one by more than drift, or the slowest rank's fastest of calls 2-3 exceeds 1.5x the
+// remembered time, the next call makes the full decision (statistics), naming why; same on every rank.
+TEST(Auto, ChecksARememberedChoiceAgainstItsCalls) {
+  const int n = 3;
+  const test::Case c = same_rows_case(n, 23);
+  for (const char* what : {"size", "time"}) {
+    TempCache tmp(what);
+    const SchemeOptions opt = cache_options(c, tmp.path);
+    job(c, n, opt, 3);
+    std::vector<std::string> lines = read_lines(tmp.path);
+    ASSERT_EQ(lines.size(), static_cast<size_t>(n));
+    for (auto& l : lines) {
+      std::istringstream in(l);
+      std::vector<std::string> f;
+      for (std::string w; in >> w;) f.push_back(w);
+      ASSERT_EQ(f.size(), 7u);
+      if (std::string(what) == "size") l = with_field(l, 5, std::to_string(std::stoull(f[5]) * 2));
+      else l = with_field(l, 4, "1e-09");
+    }
+    write_lines(tmp.path, lines);
+    const auto calls = job(c, n, opt, 5);
+    const size_t redo = std::string(what) == "size" ? 1 : 3;  // after the 1st call / the check after the 3rd
+    for (size_t call = 0; call < calls[0].size(); ++call) {
+      const Call& k = calls[0][call];
+      EXPECT_EQ(has_phase(k, "auto_stats"), call == redo) << what << " call " << call << ": " << k.decision;
+      if (call == redo) {
+        const std::string want = std::string(what) == "size" ? "(cache check: agreed size " : "(cache check: ";
+        EXPECT_NE(k.decision.find(want), std::string::npos) << k.decision;
+        if (std::string(what) == "time") {
+          EXPECT_NE(k.decision.find(", remembered 0.001 us)"), std::string::npos) << k.decision;
+        }
+      }
+    }
+  }
+}
+
+// A cache that cannot be written does not fail the call: the decision says why the choice was not
+// remembered (the path and the system's reason), and the results stay exact.
+TEST(Auto, ACacheThatCannotBeWrittenIsNamedNotFatal) {
+  const int n = 2;
+  const test::Case c = same_rows_case(n, 24);
+  const fs::path bad = fs::temp_directory_path() / ("zen-no-such-dir-" + std::to_string(getpid())) / "cache";
+  const auto calls = job(c, n, cache_options(c, bad), 4);
+  EXPECT_NE(calls[0][2].decision.find("; not remembered: " + bad.string() + ": No such file or directory"), std::string::npos)
+      << calls[0][2].decision;
+  EXPECT_FALSE(fs::exists(bad));
+}
+
+// A decision that finds what the cache already says (the same scheme, its time within 1.5x, its size
+// within drift) writes no line: a job re-deciding every 4 calls (decisions in calls 1, 5, 9 and 13,
+// each timed and remembered after its 3rd call) adds one line per rank, not four (more only if a
+// timing moves by more than 1.5x between decisions).
+TEST(Auto, WritesOnlyWhatItDidNotRememberAlready) {
+  const int n = 2;
+  const test::Case c = same_rows_case(n, 25);
+  TempCache tmp("once");
+  SchemeOptions opt = cache_options(c, tmp.path);
+  opt.autotune.reevaluate_every = 4;
+  const auto calls = job(c, n, opt, 16);
+  int decisions = 0;
+  for (const Call& k : calls[0]) decisions += has_phase(k, "auto_stats");
+  ASSERT_EQ(decisions, 4);
+  const size_t lines = read_lines(tmp.path).size();
+  EXPECT_GE(lines, static_cast<size_t>(n));
+  EXPECT_LT(lines, static_cast<size_t>(n * decisions)) << "every decision wrote its line";
 }

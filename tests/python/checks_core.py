@@ -4,6 +4,7 @@ sub-communicators from MPI_Comm_split, reports, the communicator collectives, er
 zenResult_t and an error on one rank reaching every rank's call without a hang."""
 import ctypes
 import os
+import pathlib
 import subprocess
 import sys
 import threading
@@ -245,6 +246,26 @@ def every_option(ctx):
             assert f"shared cores: {n} ranks per core" in rep.decision, rep.decision
         rep = run_plan(ctx, c, "auto", auto_candidates="allgather", auto_trials=1)
         assert rep.scheme == "allgather", rep.scheme
+        # auto_cache (appended later), a path: a second plan takes the first one's remembered choice
+        cache = os.path.join("/tmp", f"zen-py-auto-cache-{MPI.COMM_WORLD.bcast(os.getpid(), root=0)}")
+        if ctx.rank == 0 and os.path.exists(cache):
+            os.remove(cache)
+        MPI.COMM_WORLD.Barrier()
+        ci, cv = rank_input(ctx.rank)
+        cdense, _ = reference(n)
+        why = []
+        for plan in range(2):
+            with zen.SparseAllreduce(c, R * D, D, "f32", "auto", auto_cache=pathlib.Path(cache), auto_explore_within=1.0,
+                                     auto_candidates=["allgather", "balanced"]) as p:
+                for call in range(3):
+                    assert np.array_equal(p.dense(ci, cv.astype(np.float32)), cdense.astype(np.float32)), "auto_cache"
+                    if (plan, call) in ((0, 2), (1, 0)):
+                        why.append(p.report().decision)
+        assert "; remembered in " + cache in why[0], why[0]
+        assert "(first call): remembered in " + cache in why[1], why[1]
+        MPI.COMM_WORLD.Barrier()
+        if ctx.rank == 0:
+            os.remove(cache)
         ctx.record("auto scheme", rep.scheme)
         # hierarchical: node size, inter scheme, and caller-made node communicators from MPI splits
         if n % 2 == 0:

@@ -114,6 +114,13 @@ struct SchemeOptions {
     /// excess to the link (lower bytes_per_s, model::learned_bytes_per_s), keeps that rate and decides
     /// again on the same statistics. One allgather of a number, once per decision; <= 1: never.
     double learn_link = 2.0;
+    /// Remembered decisions (docs/cost-model.md, "Remembered decisions"): a file where auto appends
+    /// what it chose and how fast it ran, and from which a later plan in the same situation (zen
+    /// version, host, rank, communicator and node sizes, tensor, output form, input size within
+    /// 19 %, these options) takes its first choice: one allgather of a number in the first call
+    /// instead of the statistics and the model, then checked against its calls (agreed size within
+    /// `drift`, time within 1.5x, else a full decision). Empty: none.
+    std::string cache;
     double alpha_s = 20e-6;               ///< model latency per message round
     double message_s = 1e-6;              ///< model overhead per message
     double bytes_per_s = 25e9 / 8.0;      ///< model per-rank bandwidth
