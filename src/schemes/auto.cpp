@@ -109,7 +109,7 @@ std::string options_text(const SchemeOptions& o) {
   num("pull", static_cast<double>(o.pull));
   num("push", static_cast<double>(o.push));
   num("dup", static_cast<double>(o.duplicates));
-  num("seed", static_cast<double>(o.seed));
+  t += " seed=" + std::to_string(o.seed);
   num("k", o.hash_functions);
   num("pf", o.parallel_factor);
   num("sf", o.serial_fraction);
@@ -129,7 +129,7 @@ std::string options_text(const SchemeOptions& o) {
   num("budget", a.explore_budget);
   num("share", a.explore_share);
   num("cold", a.cold_calls);
-  num("sample", static_cast<double>(a.sample_rows));
+  t += " sample=" + std::to_string(a.sample_rows);
   num("cores", a.cores);
   num("learn", a.learn_link);
   num("alpha", a.alpha_s);

@@ -93,6 +93,42 @@ test::Case same_rows_case(int n, uint64_t seed) {
   return c;
 }
 
+/// One call of a plan as a rank saw it.
+struct Call {
+  std::string scheme, decision;
+  std::vector<std::string> phases;
+};
+
+/// Every rank's calls of one auto plan (a job) on case c, each result checked exact.
+std::vector<std::vector<Call>> job(const test::Case& c, int n, const SchemeOptions& opt, int calls) {
+  const test::Reference ref = test::reference(c);
+  std::vector<std::vector<Call>> got(static_cast<size_t>(n));
+  loopback::run(n, [&](Communicator& comm) {
+    test::Input in;
+    test::make_input(c, comm.rank(), in);
+    auto s = make_scheme("auto", comm, c.spec(), opt);
+    for (int call = 0; call < calls; ++call) {
+      SparseTensor out;
+      s->run(in.view, out);
+      EXPECT_EQ(out.indices, ref.rows) << "call " << call;
+      EXPECT_TRUE(out.values == ref.vals) << "call " << call;
+      Call k{s->report().scheme, s->report().decision, {}};
+      for (const auto& ph : s->report().phases) k.phases.push_back(ph.name);
+      got[static_cast<size_t>(comm.rank())].push_back(std::move(k));
+    }
+  });
+  for (int r = 1; r < n; ++r)
+    for (int call = 0; call < calls; ++call) {
+      EXPECT_EQ(got[static_cast<size_t>(r)][static_cast<size_t>(call)].scheme, got[0][static_cast<size_t>(call)].scheme)
+          << "rank " << r << " call " << call;
+      EXPECT_EQ(got[static_cast<size_t>(r)][static_cast<size_t>(call)].decision, got[0][static_cast<size_t>(call)].decision)
+          << "rank " << r << " call " << call;
+    }
+  return got;
+}
+
+bool has_phase(const Call& k, const char* name) { return std::find(k.phases.begin(), k.phases.end(), name) != k.phases.end(); }
+
 test::Case disjoint_case(int n, uint64_t R, size_t k) {
   test::Case c;
   c.name = "disjoint";
@@ -184,24 +220,11 @@ TEST(Auto, FirstCallsOfUnrunCandidatesWaitForTheBudget) {
     opt.autotune.cpu = {{"balanced", 0, 0, 1e-6}, {"sparse_ps", 0, 0, 1e-6}};
     opt.autotune.cold_calls = cold;
     opt.autotune.sample_rows = 1 << 20;  // exact statistics: neither candidate dominates the other
-    const auto ref = test::reference(c);
     const int calls = 140;
-    std::vector<std::vector<std::string>> decisions(2);
-    loopback::run(2, [&](Communicator& comm) {
-      test::Input in;
-      test::make_input(c, comm.rank(), in);
-      auto s = make_scheme("auto", comm, c.spec(), opt);
-      for (int call = 0; call < calls; ++call) {
-        SparseTensor out;
-        s->run(in.view, out);
-        EXPECT_EQ(out.indices, ref.rows) << "call " << call;
-        EXPECT_TRUE(out.values == ref.vals) << "call " << call;
-        decisions[static_cast<size_t>(comm.rank())].push_back(s->report().decision);
-      }
-    });
-    ASSERT_EQ(decisions[0].size(), static_cast<size_t>(calls));
-    EXPECT_EQ(decisions[0], decisions[1]) << "ranks disagree";
-    const std::string& first = decisions[0][0];
+    std::vector<std::string> decision;
+    const auto got = job(c, 2, opt, calls);
+    for (const Call& k : got[0]) decision.push_back(k.decision);
+    const std::string& first = decision[0];
     if (cold == 0) {
       EXPECT_EQ(first.rfind("auto exploring 2 candidates (first call)", 0), 0u) << first;
       continue;
@@ -214,12 +237,12 @@ TEST(Auto, FirstCallsOfUnrunCandidatesWaitForTheBudget) {
     // 1 + 0.1 x calls >= 8 first-call CPU times + 3 trials x the difference: about 70 calls
     EXPECT_GE(after, 60) << first;
     ASSERT_LT(after, calls - 1) << first;
-    for (int call = 1; call < after; ++call) EXPECT_EQ(decisions[0][static_cast<size_t>(call)], first) << "call " << call;
-    const std::string& later = decisions[0][static_cast<size_t>(after)];
+    for (int call = 1; call < after; ++call) EXPECT_EQ(decision[static_cast<size_t>(call)], first) << "call " << call;
+    const std::string& later = decision[static_cast<size_t>(after)];
     EXPECT_EQ(later.rfind("auto exploring 2 candidates (deferred measurement (" + std::to_string(after) + " calls))", 0), 0u)
         << later;
-    EXPECT_EQ(decisions[0].back().rfind("auto chose ", 0), 0u) << decisions[0].back();
-    EXPECT_NE(decisions[0].back().find("fastest measured of"), std::string::npos) << decisions[0].back();
+    EXPECT_EQ(decision.back().rfind("auto chose ", 0), 0u) << decision.back();
+    EXPECT_NE(decision.back().find("fastest measured of"), std::string::npos) << decision.back();
   }
 }
 
@@ -383,7 +406,6 @@ TEST(Auto, BrownCorpusTrace) {
 TEST(Auto, LearnsASlowerLinkFromItsCalls) {
   const int n = 4;
   const test::Case c = same_rows_case(n, 3);
-  const test::Reference ref = test::reference(c);
   SchemeOptions opt = c.opt;
   opt.autotune.explore_within = 1.0;  // model only: the choices follow the link
   opt.autotune.bytes_per_s = 1e15;
@@ -400,27 +422,17 @@ TEST(Auto, LearnsASlowerLinkFromItsCalls) {
   for (double learn : {2.0, 0.0, -1.0}) {  // -1: learn_link 2 on one node (no network)
     opt.autotune.learn_link = learn < 0 ? 2.0 : learn;
     opt.node_size = learn < 0 ? n : 1;
-    std::vector<std::vector<std::string>> ran(n), why(n);
-    loopback::run(n, [&](Communicator& comm) {
-      const int r = comm.rank();
-      test::Input in;
-      test::make_input(c, r, in);
-      auto s = make_scheme("auto", comm, c.spec(), opt);
-      for (int call = 0; call < 6; ++call) {
-        SparseTensor out;
-        s->run(in.view, out);
-        EXPECT_EQ(out.indices, ref.rows) << "call " << call;
-        EXPECT_TRUE(out.values == ref.vals) << "call " << call;
-        ran[static_cast<size_t>(r)].push_back(s->report().scheme);
-        why[static_cast<size_t>(r)].push_back(s->report().decision);
-      }
-    });
-    for (int r = 1; r < n; ++r) EXPECT_EQ(why[static_cast<size_t>(r)], why[0]) << "rank " << r << " decided otherwise";
+    std::vector<std::string> ran, why;
+    const auto got = job(c, n, opt, 6);  // every rank the same decisions, results exact
+    for (const Call& k : got[0]) {
+      ran.push_back(k.scheme);
+      why.push_back(k.decision);
+    }
     for (int call = 0; call < 6; ++call) {
       // The check follows the 3rd call (its report names the new choice); the 4th runs it.
       const bool learned = learn > 1 && call >= 2, runs = learn > 1 && call >= 3;
-      const std::string& w = why[0][static_cast<size_t>(call)];
-      EXPECT_EQ(ran[0][static_cast<size_t>(call)], runs ? slow : fast) << "learn " << learn << " call " << call << ": " << w;
+      const std::string& w = why[static_cast<size_t>(call)];
+      EXPECT_EQ(ran[static_cast<size_t>(call)], runs ? slow : fast) << "learn " << learn << " call " << call << ": " << w;
       EXPECT_EQ(w.find("link check: " + fast) != std::string::npos, learned) << w;
       EXPECT_EQ(w.find("link learned") != std::string::npos, learned) << w;
       if (learned) {
@@ -438,7 +450,6 @@ TEST(Auto, LearnsASlowerLinkFromItsCalls) {
 TEST(Auto, ReusesItsMeasuredTimesAfterLearningTheLink) {
   const int n = 4;
   const test::Case c = same_rows_case(n, 5);
-  const test::Reference ref = test::reference(c);
   SchemeOptions opt = c.opt;
   opt.autotune.candidates = {"allgather", "balanced"};
   opt.autotune.explore_within = 1e9;  // both measured, before and after learning
@@ -452,24 +463,14 @@ TEST(Auto, ReusesItsMeasuredTimesAfterLearningTheLink) {
   opt.autotune.learn_link = 2.0;
   opt.node_size = 1;  // one rank per node: a network between them (loopback is one node)
   const int calls = 10;
-  std::vector<std::vector<std::string>> ran(n), why(n);
-  loopback::run(n, [&](Communicator& comm) {
-    const int r = comm.rank();
-    test::Input in;
-    test::make_input(c, r, in);
-    auto s = make_scheme("auto", comm, c.spec(), opt);
-    for (int call = 0; call < calls; ++call) {
-      SparseTensor out;
-      s->run(in.view, out);
-      EXPECT_EQ(out.indices, ref.rows) << "call " << call;
-      EXPECT_TRUE(out.values == ref.vals) << "call " << call;
-      ran[static_cast<size_t>(r)].push_back(s->report().scheme);
-      why[static_cast<size_t>(r)].push_back(s->report().decision);
-    }
-  });
-  for (int r = 1; r < n; ++r) EXPECT_EQ(why[static_cast<size_t>(r)], why[0]) << "rank " << r << " decided otherwise";
+  std::vector<std::string> ran, why;
+  const auto got = job(c, n, opt, calls);  // every rank the same decisions, results exact
+  for (const Call& k : got[0]) {
+    ran.push_back(k.scheme);
+    why.push_back(k.decision);
+  }
   // Calls 0-3: two rounds of both candidates; the 4th call's report has the choice after learning.
-  const std::string& w = why[0][3];
+  const std::string& w = why[3];
   EXPECT_NE(w.find("link check: "), std::string::npos) << w;
   EXPECT_NE(w.find("(measured)"), std::string::npos) << w;
   const size_t before = w.find("as measured before: ");
@@ -478,8 +479,8 @@ TEST(Auto, ReusesItsMeasuredTimesAfterLearningTheLink) {
   const std::string chosen = w.substr(std::strlen("auto chose "), w.find(' ', std::strlen("auto chose ")) - std::strlen("auto chose "));
   ASSERT_TRUE(chosen == "allgather" || chosen == "balanced") << w;
   for (int call = 4; call < calls; ++call) {
-    EXPECT_EQ(ran[0][static_cast<size_t>(call)], chosen) << "call " << call << ": " << why[0][static_cast<size_t>(call)];
-    EXPECT_EQ(why[0][static_cast<size_t>(call)].find("exploring"), std::string::npos) << why[0][static_cast<size_t>(call)];
+    EXPECT_EQ(ran[static_cast<size_t>(call)], chosen) << "call " << call << ": " << why[static_cast<size_t>(call)];
+    EXPECT_EQ(why[static_cast<size_t>(call)].find("exploring"), std::string::npos) << why[static_cast<size_t>(call)];
   }
 }
 
@@ -546,41 +547,6 @@ TEST(Auto, StatisticsAgreeOnOneSampleAcrossRankSizes) {
 
 namespace {
 
-/// One call of a plan as a rank saw it.
-struct Call {
-  std::string scheme, decision;
-  std::vector<std::string> phases;
-};
-
-/// Every rank's calls of one auto plan (a job) on case c, each result checked exact.
-std::vector<std::vector<Call>> job(const test::Case& c, int n, const SchemeOptions& opt, int calls) {
-  const test::Reference ref = test::reference(c);
-  std::vector<std::vector<Call>> got(static_cast<size_t>(n));
-  loopback::run(n, [&](Communicator& comm) {
-    test::Input in;
-    test::make_input(c, comm.rank(), in);
-    auto s = make_scheme("auto", comm, c.spec(), opt);
-    for (int call = 0; call < calls; ++call) {
-      SparseTensor out;
-      s->run(in.view, out);
-      EXPECT_EQ(out.indices, ref.rows) << "call " << call;
-      EXPECT_TRUE(out.values == ref.vals) << "call " << call;
-      Call k{s->report().scheme, s->report().decision, {}};
-      for (const auto& ph : s->report().phases) k.phases.push_back(ph.name);
-      got[static_cast<size_t>(comm.rank())].push_back(std::move(k));
-    }
-  });
-  for (int r = 1; r < n; ++r)
-    for (int call = 0; call < calls; ++call) {
-      EXPECT_EQ(got[static_cast<size_t>(r)][static_cast<size_t>(call)].scheme, got[0][static_cast<size_t>(call)].scheme)
-          << "rank " << r << " call " << call;
-      EXPECT_EQ(got[static_cast<size_t>(r)][static_cast<size_t>(call)].decision, got[0][static_cast<size_t>(call)].decision)
-          << "rank " << r << " call " << call;
-    }
-  return got;
-}
-
-bool has_phase(const Call& k, const char* name) { return std::find(k.phases.begin(), k.phases.end(), name) != k.phases.end(); }
 
 std::vector<std::string> read_lines(const fs::path& p) {
   std::ifstream f(p);
