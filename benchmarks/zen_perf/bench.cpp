@@ -19,6 +19,16 @@ using namespace zen;
 
 namespace {
 
+/// --prelude K: K untimed calls of the raw MPI allgatherv on `in` (spec's tensor) before the group's
+/// first timed call, through a runner of its own that is not reported.
+void prelude(Communicator& comm, const Config& cfg, const TensorSpec& spec, const SchemeOptions& opt, bool dense_out,
+             const SparseView& in) {
+  if (cfg.prelude <= 0) return;
+  ZEN_ENFORCE(comm.backend_name() == std::string("mpi"), "zen_perf: --prelude needs the MPI backend (it calls MPI_Allgatherv)");
+  std::vector<Runner> pre = make_runners(comm, {"mpi_allgatherv"}, spec, opt, dense_out, false, cfg.node_size);
+  for (int i = 0; i < cfg.prelude; ++i) timed_call(comm, pre[0], in, dense_out);
+}
+
 #ifdef ZEN_PERF_HAVE_TRACE
 /// Dump the runner's result on input `in` as record (r, t) of the trace `dir`. The result is computed
 /// here, by one call with sparse output on `in` itself, never taken from what an earlier call left in
@@ -108,7 +118,11 @@ std::vector<Row> Bench::replay_traces() const {
   }
   if (root) print_header(cfg, n, comm.backend_name(), 0, true, cfg.iters, static_cast<uint32_t>(runs[0].meta.row_width));
   std::vector<Group> groups;
-  for (auto& tr : runs) groups.push_back(Group{&tr.runners, &tr.views});
+  for (auto& tr : runs) {
+    groups.push_back(Group{&tr.runners, &tr.views});
+    prelude(comm, cfg, TensorSpec{static_cast<uint64_t>(tr.meta.N), static_cast<uint32_t>(tr.meta.row_width), tr.meta.dtype}, opt,
+            dense_out, tr.views[0]);
+  }
   time_runners(comm, groups, dense_out, cfg.warmup, cfg.iters, cfg.auto_settle != 0);
   for (auto& tr : runs) {
     const trace::TraceMeta& meta = tr.meta;
@@ -208,6 +222,7 @@ std::vector<Row> Bench::sweep_sizes() const {
     std::vector<int32_t> i32;
     const std::vector<SparseView> views{make_view(mine, N, D, dt, iti, i32)};
     auto runners = make_runners(comm, schemes, TensorSpec{N, D, dt}, opt, dense_out, cfg.schemes == "all", cfg.node_size);
+    prelude(comm, cfg, TensorSpec{N, D, dt}, opt, dense_out, views[0]);
     time_runners(comm, {Group{&runners, &views}}, dense_out, cfg.warmup, cfg.iters, cfg.auto_settle != 0);
     progress.step("size " + std::to_string(size) + " B done");
     progress.finish();

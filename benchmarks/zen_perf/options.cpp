@@ -201,6 +201,12 @@ int parse_options(int argc, char** argv, Config& cfg) {
                  "auto: the most rows per rank its statistics sample (exact when no rank has more non-zeros; omnireduce "
                  "is a candidate only then)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--prelude", cfg.prelude,
+                 "untimed calls of the raw MPI allgatherv on each input before the first timed call: a job's start-up "
+                 "(a training job moves data through MPI, its model's broadcast, before its first gradient sync), so "
+                 "that with -w 0 no scheme's first call pays the process's first use of MPI for being first in round 0 "
+                 "(MPI backend only)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--auto-settle", cfg.auto_settle,
                  "auto: after the warm-up rounds, call it untimed until its first decision (statistics, measuring the "
                  "candidates) is over, so that its timed calls are its steady state (0: time those calls too); its "

@@ -39,6 +39,7 @@ struct Config {
   int auto_cores = zen::SchemeOptions::Auto{}.cores;  ///< SchemeOptions::Auto::cores (0: found, < 0: never shared)
   double auto_learn_link = zen::SchemeOptions::Auto{}.learn_link;  ///< SchemeOptions::Auto::learn_link (<= 1: never)
   std::string auto_cache;  ///< SchemeOptions::Auto::cache: a file of remembered decisions (empty: none)
+  int prelude = 0;  // untimed calls of the raw MPI allgatherv on each group's input before its first timed call
   int auto_settle = 1;  // 1: auto's first decision (statistics, exploration) is finished before timing
   std::string node_size = "host";  // hier_<scheme>: "host" (MPI shared-memory split) or ranks per node
   int64_t timeout_ms = 600000;

@@ -258,7 +258,7 @@ void finish(Communicator& comm, const Config& cfg, const std::vector<Row>& rows)
                  {"overlap", cfg.overlap}, {"skew", cfg.skew}, {"dtype", cfg.dtype}, {"row_width", cfg.row_width},
                  {"iters", cfg.iters}, {"warmup", cfg.warmup}, {"check", cfg.check}, {"pull", cfg.pull}, {"push", cfg.push},
                  {"output", cfg.output}, {"seed", cfg.seed}, {"trace", cfg.trace_dir}, {"block_size", cfg.block_size},
-                 {"sparcml_switch", cfg.sparcml_switch}, {"auto_settle", cfg.auto_settle}};
+                 {"sparcml_switch", cfg.sparcml_switch}, {"auto_settle", cfg.auto_settle}, {"prelude", cfg.prelude}};
   j["rows"] = json::array();
   for (const auto& r : rows) {
     json x = {{"trace", r.label},     {"size", r.size},       {"count", r.count},         {"scheme", r.scheme},       {"density", r.density},

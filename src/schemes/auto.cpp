@@ -243,7 +243,12 @@ class Auto : public SparseAllreduce {
  private:
   SparseAllreduce& scheme(const std::string& name) {
     auto it = schemes_.find(name);
-    if (it == schemes_.end()) it = schemes_.emplace(name, make_scheme(name, comm_, spec_, inner_opt_)).first;
+    if (it == schemes_.end()) {
+      // Same communicator, spec and seed as this plan, whose setup agreed on them: no setup exchange
+      // in the call that makes it.
+      detail::AgreedSetup agreed;
+      it = schemes_.emplace(name, make_scheme(name, comm_, spec_, inner_opt_)).first;
+    }
     return *it->second;
   }
 

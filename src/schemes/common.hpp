@@ -25,4 +25,20 @@ double imbalance(const std::vector<uint64_t>& load);
 std::vector<uint64_t> alltoall_counts(Communicator& comm, const std::vector<uint64_t>& send);
 /// Throw Unsupported naming `where`, the rank, `scheme` and the backend unless `comm` holds host memory.
 void require_host_memory(const Communicator& comm, const char* where, const std::string& scheme);
+
+/// While one is alive on this thread, SparseAllreduce's constructor skips its setup exchange (the
+/// seed's broadcast and the allgather that checks the tensor spec): for a plan made by another plan
+/// on the same communicator, spec and (agreed) seed, whose own setup did both (auto's candidates,
+/// made inside its calls). Scoped: it never outlives the plan being made.
+class AgreedSetup {
+ public:
+  AgreedSetup();
+  ~AgreedSetup();
+  AgreedSetup(const AgreedSetup&) = delete;
+  AgreedSetup& operator=(const AgreedSetup&) = delete;
+  static bool active();
+
+ private:
+  bool was_;
+};
 }  // namespace zen::detail

@@ -99,7 +99,8 @@ SparseAllreduce::SparseAllreduce(Communicator& comm, const TensorSpec& spec, con
   ZEN_ENFORCE(spec.dense_len % spec.row_width == 0, where + "dense length " + std::to_string(spec.dense_len) +
                                                         " is not divisible by row width " + std::to_string(spec.row_width));
   // Agree on the h0 seed (rank 0's) and check that every rank has the same tensor spec: one small
-  // allgather at setup, nothing per call.
+  // allgather at setup, nothing per call. Not for a plan made by a plan that did both (AgreedSetup).
+  if (detail::AgreedSetup::active()) return;
   comm_.broadcast(&opt_.seed, sizeof(opt_.seed), 0);
   SetupRecord mine{spec.dense_len, spec.row_width, static_cast<uint32_t>(spec.dtype), 0};
   auto all = comm_.allgather_value(mine);
@@ -135,6 +136,15 @@ void SparseAllreduce::prepare(const SparseView& in) {
                                            " in the input (policy: reject; use DuplicatePolicy::Sum to sum duplicates)");
   }
 }
+
+namespace detail {
+namespace {
+thread_local bool agreed_setup = false;
+}
+AgreedSetup::AgreedSetup() : was_(agreed_setup) { agreed_setup = true; }
+AgreedSetup::~AgreedSetup() { agreed_setup = was_; }
+bool AgreedSetup::active() { return agreed_setup; }
+}  // namespace detail
 
 detail::ThreadPool& SparseAllreduce::pool() {
   if (!pool_)

@@ -730,3 +730,29 @@ TEST(Auto, WritesOnlyWhatItDidNotRememberAlready) {
   EXPECT_GE(lines, static_cast<size_t>(n));
   EXPECT_LT(lines, static_cast<size_t>(n * decisions)) << "every decision wrote its line";
 }
+
+// The plans auto makes inside its calls share its communicator, spec and seed, which its own setup
+// agreed on: they skip the setup exchange (detail::AgreedSetup), so every byte of auto's first call
+// is in its report's phases (the statistics and the chosen scheme's), none outside them. Also after
+// a remembered choice. n = 2, 3, 5.
+TEST(Auto, PlansItMakesInItsCallsExchangeNothingAtSetup) {
+  for (int n : {2, 3, 5}) {
+    const test::Case c = same_rows_case(n, 26);
+    TempCache tmp("setup");
+    const SchemeOptions opt = cache_options(c, tmp.path);
+    for (int jobs = 0; jobs < 2; ++jobs) {  // the second one takes the first one's remembered choice
+      loopback::run(n, [&](Communicator& comm) {
+        test::Input in;
+        test::make_input(c, comm.rank(), in);
+        auto s = make_scheme("auto", comm, c.spec(), opt);
+        for (int call = 0; call < 3; ++call) {
+          SparseTensor out;
+          const TrafficStats before = comm.stats();
+          s->run(in.view, out);
+          EXPECT_EQ((comm.stats() - before).total_sent(), s->report().sent)
+              << "n=" << n << " job " << jobs << " call " << call << ": bytes outside the phases; " << s->report().decision;
+        }
+      });
+    }
+  }
+}
