@@ -234,7 +234,7 @@ class Auto : public SparseAllreduce {
         if (check_left_ < kCheckCalls) check_min_ = std::min(check_min_, dt);
         if (--check_left_ == 0) timed_check();
       }
-      if (write_s_ > 0 && !need_decision_) remember();
+      if (cache_ && write_s_ > 0 && !need_decision_) remember();
     }
     report_.scheme = run_name;
     report_.decision = why_;
@@ -608,7 +608,7 @@ class Auto : public SparseAllreduce {
     // are timed (timed_check).
     if (link_check_due() || cache_) {
       if (a.trials <= 1 || !std::isfinite(best_[pick])) check_left_ = kCheckCalls;
-      else if (!(link_check_due() && learn_from(best_[pick], "measured"))) write_s_ = best_[pick];
+      else if (!(link_check_due() && learn_from(best_[pick], "measured")) && cache_) write_s_ = best_[pick];
     }
   }
 

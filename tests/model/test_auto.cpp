@@ -756,3 +756,28 @@ TEST(Auto, PlansItMakesInItsCallsExchangeNothingAtSetup) {
     }
   }
 }
+
+// An exploration's choice whose measured time the link check accepts (a declared link far slower
+// than loopback: every time is below its prediction, nothing is learned), without a cache: the
+// choice stays, nothing is remembered, every later call runs it (the check once wrote the time to a
+// cache that was not there and crashed on the cluster). Ranks agree, results exact.
+TEST(Auto, ExploredChoiceTheLinkCheckAcceptsStaysWithoutACache) {
+  const int n = 3;
+  const test::Case c = same_rows_case(n, 27);
+  SchemeOptions opt = c.opt;
+  opt.autotune.candidates = {"allgather", "balanced"};
+  opt.autotune.explore_within = 1e9;  // both measured
+  opt.autotune.explore_budget = 1e9;
+  opt.autotune.trials = 2;  // a cold round, then a warm one: the check reads the warm time
+  opt.autotune.bytes_per_s = 1e3;  // predictions far above any loopback call: nothing to learn
+  opt.autotune.cores = -1;
+  opt.autotune.learn_link = 2.0;
+  opt.node_size = 1;  // one rank per node: the link check is due
+  const auto got = job(c, n, opt, 8);
+  const std::string& w = got[0][4].decision;
+  ASSERT_EQ(w.find("auto chose "), 0u) << w;
+  EXPECT_NE(w.find("fastest measured of"), std::string::npos) << w;
+  EXPECT_EQ(w.find("link learned"), std::string::npos) << w;
+  EXPECT_EQ(w.find("remembered"), std::string::npos) << w;
+  for (size_t call = 4; call < got[0].size(); ++call) EXPECT_EQ(got[0][call].scheme, got[0][4].scheme) << got[0][call].decision;
+}
