@@ -25,11 +25,13 @@
 //     explore_within x the fastest are dropped; after `trials` rounds (or one left) the chosen
 //     scheme is the one whose slowest rank was fastest in the warm rounds (ties: model order).
 //  0. remembered decisions (SchemeOptions::Auto::cache, the first decision only): each rank looks
-//     up its situation (cache_key) in the cache file; one allgather of the entries' codes
-//     ("auto_cache"): when every rank holds the same entry, its scheme is the choice, without steps
-//     1-3, and the calls check it (agreed size within drift of the remembered one, the slowest
-//     rank's fastest of the 2nd and 3rd call within kCacheSlack x the remembered time; else a
-//     full decision in the next call). A choice made in steps 1-3 is written there with its warm
+//     up its situation (cache_key) in the cache file; one allgather of each rank's entry (scheme
+//     code, time, size; "auto_cache"): when every rank remembers the same scheme, it is the choice,
+//     without steps 1-3, and the calls check it (agreed size within drift of the remembered ones,
+//     the slowest rank's fastest of the 2nd and 3rd call within kCacheSlack x the slowest
+//     remembered time; else a full decision in the next call). The ranks' entries may come from
+//     different decisions (a rank whose input size class changed between two decisions holds the
+//     older one), hence the ranges. A choice made in steps 1-3 is written there with its warm
 //     time (measured in the exploration, else timed as for the link check).
 //  4. link check (once per statistics, `learn_link` > 1, ranks on several nodes): the chosen scheme's time (the slowest rank's
 //     fastest of its 2nd and 3rd call, one allgather of a number; or its warm time in the
@@ -212,10 +214,13 @@ class Auto : public SparseAllreduce {
       if (g > 0) {
         if (agreed_ == 0) {
           agreed_ = g;
-          if (cache_check_ && cached_rows_ > 0 &&
-              std::abs(static_cast<double>(g) - static_cast<double>(cached_rows_)) > opt_.autotune.drift * static_cast<double>(cached_rows_)) {
-            need_decision_ = true;  // another input than the remembered one's
-            reason_ = "cache check: agreed size " + std::to_string(cached_rows_) + " remembered, " + std::to_string(g) + " now";
+          const double d = opt_.autotune.drift, lo = static_cast<double>(cached_rows_lo_), hi = static_cast<double>(cached_rows_hi_);
+          if (cache_check_ && cached_rows_lo_ > 0 && (static_cast<double>(g) < lo - d * lo || static_cast<double>(g) > hi + d * hi)) {
+            need_decision_ = true;  // another input than the remembered ones'
+            reason_ = "cache check: agreed size " +
+                      (cached_rows_lo_ == cached_rows_hi_ ? std::to_string(cached_rows_lo_)
+                                                          : std::to_string(cached_rows_lo_) + ".." + std::to_string(cached_rows_hi_)) +
+                      " remembered, " + std::to_string(g) + " now";
           }
         } else if (std::abs(static_cast<double>(g) - static_cast<double>(agreed_)) >
                  opt_.autotune.drift * static_cast<double>(agreed_)) {
@@ -460,18 +465,9 @@ class Auto : public SparseAllreduce {
         best_sparse = std::min(best_sparse, p.max_bytes);
       }
     }
-    trials_.clear();
-    next_trial_ = 0;
-    calls_ = 0;
-    measure_at_ = 0;
-    agreed_ = 0;
-    need_decision_ = false;
     // A choice by the model alone is checked against its calls (timed_check); an explored one
     // against its measured time (finish_exploration). With a cache, that time is remembered.
-    check_left_ = link_check_due() || cache_ ? kCheckCalls : 0;
-    check_min_ = INFINITY;
-    cache_check_ = false;
-    write_s_ = 0;
+    start_choice(link_check_due() || cache_ ? kCheckCalls : 0, false);
     if (have_dense && n > 1 && best_sparse != UINT64_MAX && best_sparse > dense) {
       chosen_ = fallback->name;
       why_ = "auto chose " + chosen_ + " (" + cause + "): dense fallback, every sparse scheme moves more bytes than a dense allreduce (" +
@@ -621,39 +617,60 @@ class Auto : public SparseAllreduce {
     return fnv1a(s.data(), s.size());
   }
 
-  /// Collective (one allgather of a number): whether every rank remembers the same choice for its
-  /// situation (key_); if so, that is the choice, checked against its calls.
+  /// Collective (one allgather of each rank's entry): whether every rank remembers the same scheme
+  /// for its situation (key_); if so, that is the choice, checked against its calls.
   bool remembered() {
     const detail::CachedChoice* c = cache_->find(key_);
     const bool usable = c && std::find(candidates_.begin(), candidates_.end(), c->scheme) != candidates_.end();
-    std::vector<uint64_t> codes;
+    struct Held {
+      uint64_t scheme = 0;  // CachedChoice::scheme_code, 0: none
+      double seconds = 0;
+      uint64_t rows = 0;
+    } mine;
+    if (usable) mine = {c->scheme_code(), c->seconds, c->rows};
+    std::vector<Held> held;
     {
       Phase ph(*this, "auto_cache");
-      codes = comm_.allgather_value<uint64_t>(usable ? c->code() : 0);
+      held = comm_.allgather_value(mine);
     }
-    if (codes[0] == 0 || std::any_of(codes.begin(), codes.end(), [&](uint64_t x) { return x != codes[0]; })) {
-      const auto held = std::count_if(codes.begin(), codes.end(), [](uint64_t x) { return x != 0; });
-      reason_ = held == 0 ? "first call, none remembered"
-                          : "first call, " + std::to_string(held) + " of " + std::to_string(codes.size()) + " ranks remember a choice, not the same";
+    const uint64_t code = held[0].scheme;
+    if (code == 0 || std::any_of(held.begin(), held.end(), [&](const Held& h) { return h.scheme != code; })) {
+      const auto count = std::count_if(held.begin(), held.end(), [](const Held& h) { return h.scheme != 0; });
+      reason_ = count == 0 ? "first call, none remembered"
+                           : "first call, " + std::to_string(count) + " of " + std::to_string(held.size()) + " ranks remember a choice, not the same";
       return false;
     }
-    // The same entry on every rank (its code): the same scheme, time and size everywhere.
+    // The same scheme on every rank; times and sizes as every rank gathered them.
+    start_choice(kCheckCalls, true);
+    chosen_ = c->scheme;
+    cached_s_ = 0;
+    cached_rows_lo_ = UINT64_MAX;
+    cached_rows_hi_ = 0;
+    for (const Held& h : held) {
+      cached_s_ = std::max(cached_s_, h.seconds);
+      cached_rows_lo_ = std::min(cached_rows_lo_, h.rows);
+      cached_rows_hi_ = std::max(cached_rows_hi_, h.rows);
+    }
+    const std::string rows = cached_rows_lo_ == cached_rows_hi_ ? std::to_string(cached_rows_lo_)
+                                                                : std::to_string(cached_rows_lo_) + ".." + std::to_string(cached_rows_hi_);
+    why_ = "auto chose " + chosen_ + " (first call): remembered in " + cache_->path() + ", where it took " + fmt_time(cached_s_) +
+           (cached_rows_lo_ > 0 ? " with agreed size " + rows : std::string()) + "; checked against its calls";
+    return true;
+  }
+
+  /// The state of a new choice: no trials, no calls counted, no measurement or check pending but
+  /// `check_calls` timed calls (timed_check), a cache check when the choice is a remembered one.
+  void start_choice(int check_calls, bool cache_check) {
     trials_.clear();
     next_trial_ = 0;
     calls_ = 0;
     measure_at_ = 0;
     agreed_ = 0;
     need_decision_ = false;
-    chosen_ = c->scheme;
-    cached_s_ = c->seconds;
-    cached_rows_ = c->rows;
-    cache_check_ = true;
-    check_left_ = kCheckCalls;
+    check_left_ = check_calls;
     check_min_ = INFINITY;
+    cache_check_ = cache_check;
     write_s_ = 0;
-    why_ = "auto chose " + chosen_ + " (first call): remembered in " + cache_->path() + ", where it took " + fmt_time(cached_s_) +
-           (cached_rows_ > 0 ? " with agreed size " + std::to_string(cached_rows_) : std::string()) + "; checked against its calls";
-    return true;
   }
 
   /// Local: the chosen scheme and its agreed warm time (write_s_) go to the cache, unless the entry
@@ -752,8 +769,8 @@ class Auto : public SparseAllreduce {
   uint64_t key_ = 0;
   uint64_t decisions_ = 0;
   bool cache_check_ = false;
-  double cached_s_ = 0;
-  uint64_t cached_rows_ = 0;
+  double cached_s_ = 0;                              // the slowest rank's remembered time
+  uint64_t cached_rows_lo_ = 0, cached_rows_hi_ = 0;  // the ranks' remembered agreed sizes
   double write_s_ = 0;
 };
 

@@ -48,9 +48,8 @@ std::string values(const CachedChoice& c) {
 
 }  // namespace
 
-uint64_t CachedChoice::code() const {
-  const std::string v = values(*this);
-  return fnv1a(v.data(), v.size()) | 1;  // never 0 (0: no entry)
+uint64_t CachedChoice::scheme_code() const {
+  return fnv1a(scheme.data(), scheme.size()) | 1;  // never 0 (0: no entry)
 }
 
 std::string DecisionCache::line(uint64_t key, const CachedChoice& c) {

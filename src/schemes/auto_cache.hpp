@@ -23,8 +23,10 @@ struct CachedChoice {
   std::string scheme;
   double seconds = 0;  ///< the chosen scheme's warm time (slowest rank) when it was chosen
   uint64_t rows = 0;   ///< SyncReport::global_rows of its calls then (0: none reported)
-  /// What the ranks compare to agree on an entry: FNV-1a of its values as written.
-  uint64_t code() const;
+  /// What the ranks compare to agree on a choice: FNV-1a of the scheme's name, never 0. Their entries
+  /// may come from different decisions (a rank whose input size class changed between them kept the
+  /// older one), so times and sizes may differ while the choice is the same.
+  uint64_t scheme_code() const;
 };
 
 class DecisionCache {

@@ -663,6 +663,37 @@ TEST(Auto, RemembersOnlyWhatEveryRankHolds) {
   }
 }
 
+// The ranks' entries may come from different decisions (a rank whose input size class changed
+// between two decisions kept the older one; the Brown trace did that in bench_first_calls.sh): the
+// same scheme with other times and sizes is still every rank's choice, checked against the range of
+// the remembered sizes and the slowest remembered time.
+TEST(Auto, RemembersTheSameSchemeFromDifferentDecisions) {
+  const int n = 3;
+  const test::Case c = same_rows_case(n, 24);
+  TempCache tmp("different-decisions");
+  const SchemeOptions opt = cache_options(c, tmp.path);
+  const std::string chose = job(c, n, opt, 3)[0][0].scheme;
+  std::vector<std::string> lines = read_lines(tmp.path);
+  ASSERT_EQ(lines.size(), static_cast<size_t>(n));
+  std::vector<std::string> f;
+  std::istringstream in(lines[1]);
+  for (std::string w; in >> w;) f.push_back(w);
+  ASSERT_EQ(f.size(), 7u);
+  const uint64_t rows = std::stoull(f[5]);
+  ASSERT_GT(rows, 0u);
+  // One rank's entry from another decision: twice the size, 100x the time.
+  lines[1] = with_field(with_field(lines[1], 5, std::to_string(2 * rows)), 4, std::to_string(100 * std::stod(f[4])));
+  write_lines(tmp.path, lines);
+  const auto calls = job(c, n, opt, 5);
+  const std::string range = "with agreed size " + std::to_string(rows) + ".." + std::to_string(2 * rows) + ";";
+  EXPECT_EQ(calls[0][0].decision.find("auto chose " + chose + " (first call): remembered in "), 0u) << calls[0][0].decision;
+  EXPECT_NE(calls[0][0].decision.find(range), std::string::npos) << calls[0][0].decision;
+  for (size_t call = 0; call < calls[0].size(); ++call) {
+    EXPECT_FALSE(has_phase(calls[0][call], "auto_stats")) << "call " << call << ": " << calls[0][call].decision;
+    EXPECT_EQ(calls[0][call].scheme, chose) << "call " << call;
+  }
+}
+
 // A remembered choice is checked against its calls: when the agreed size of its first call is off
 // the remembered one by more than drift, or the slowest rank's fastest of calls 2-3 exceeds 1.5x the
 // remembered time, the next call makes the full decision (statistics), naming why; same on every rank.
