@@ -28,7 +28,7 @@
 //     up its situation (cache_key) in the cache file; one allgather of each rank's entry (scheme
 //     code, time, size; "auto_cache"): when every rank remembers the same scheme, it is the choice,
 //     without steps 1-3, and the calls check it (agreed size within drift of the remembered ones,
-//     the slowest rank's fastest of the 2nd and 3rd call within kCacheSlack x the slowest
+//     the slowest rank's fastest of calls 2-9 within kCacheSlack x the slowest
 //     remembered time; else a full decision in the next call). The ranks' entries may come from
 //     different decisions (a rank whose input size class changed between two decisions holds the
 //     older one), hence the ranges. A choice made in steps 1-3 is written there with its warm
@@ -150,6 +150,10 @@ std::string options_text(const SchemeOptions& o) {
 class Auto : public SparseAllreduce {
   static constexpr size_t kSmallSort = 4096;  // samples up to this many rows are sorted by std::sort
   static constexpr int kCheckCalls = 3;       // calls of a model choice timed for the link check (first not counted)
+  // Calls of a remembered choice timed for the cache check (first not counted): a new process's
+  // calls 2-3 are still cold (Open MPI's non-blocking allgatherv, 4 ranks x 86 KB: 1.1-4.3 ms, the
+  // 20th 0.2-0.4 ms), against a time remembered warm; the fastest of calls 2-9 is near warm.
+  static constexpr int kCacheCheckCalls = 9;
   static constexpr size_t kBlockRows = 1024;  // sample rows in the statistics' allgather (the default sample_rows)
   static constexpr double kCacheSlack = 1.5;  // a remembered choice slower than this x its remembered time is decided again
   struct Head {  // a rank's statistics, before its sample
@@ -236,7 +240,7 @@ class Auto : public SparseAllreduce {
         reason_ = "deferred measurement (" + std::to_string(calls_) + " calls)";
       }
       if (check_left_ > 0 && !need_decision_) {  // the link check: the decision's own call not counted
-        if (check_left_ < kCheckCalls) check_min_ = std::min(check_min_, dt);
+        if (check_left_ < check_calls_) check_min_ = std::min(check_min_, dt);
         if (--check_left_ == 0) timed_check();
       }
       if (cache_ && write_s_ > 0 && !need_decision_) remember();
@@ -603,7 +607,7 @@ class Auto : public SparseAllreduce {
     // remembered unless the check planned again; a cold one says too little: then its next calls
     // are timed (timed_check).
     if (link_check_due() || cache_) {
-      if (a.trials <= 1 || !std::isfinite(best_[pick])) check_left_ = kCheckCalls;
+      if (a.trials <= 1 || !std::isfinite(best_[pick])) check_left_ = check_calls_ = kCheckCalls;
       else if (!(link_check_due() && learn_from(best_[pick], "measured")) && cache_) write_s_ = best_[pick];
     }
   }
@@ -641,7 +645,7 @@ class Auto : public SparseAllreduce {
       return false;
     }
     // The same scheme on every rank; times and sizes as every rank gathered them.
-    start_choice(kCheckCalls, true);
+    start_choice(kCacheCheckCalls, true);
     chosen_ = c->scheme;
     cached_s_ = 0;
     cached_rows_lo_ = UINT64_MAX;
@@ -667,7 +671,7 @@ class Auto : public SparseAllreduce {
     measure_at_ = 0;
     agreed_ = 0;
     need_decision_ = false;
-    check_left_ = check_calls;
+    check_left_ = check_calls_ = check_calls;
     check_min_ = INFINITY;
     cache_check_ = cache_check;
     write_s_ = 0;
@@ -761,6 +765,7 @@ class Auto : public SparseAllreduce {
   bool learned_ = false;  // link_ was learned since the last statistics: no further check
   bool reuse_measured_ = false;  // plan() may choose by the exploration's times (learn_from)
   int check_left_ = 0;    // calls until the link check (0: none pending)
+  int check_calls_ = kCheckCalls;  // the calls that check counts, the first one not timed
   double check_min_ = INFINITY;
   // The decision cache (SchemeOptions::Auto::cache): this rank's situation, the remembered choice
   // being checked, the agreed warm time of a choice to remember (0: none).
