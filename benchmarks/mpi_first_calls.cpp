@@ -4,7 +4,7 @@
 // a user's code calls the blocking MPI_Allgatherv. This program times one of the three forms, for
 // CALLS calls of BYTES bytes per rank, in a process of its own (the first calls are what differs),
 // and prints rank 0's view of the slowest rank's time per call:
-//   mpirun -np N zen_mpi_first_calls --form allgatherv|iallgatherv|p2p|pairwise [--bytes B] [--calls C]
+//   mpirun -np N zen_mpi_first_calls --form allgatherv|iallgatherv|p2p|pairwise|switch [--bytes B] [--calls C] [--per-call]
 // Alternate the forms, a new process each: for r in 1 2 3; do for f in allgatherv iallgatherv p2p;
 // do mpirun -np 4 build/bin/zen_mpi_first_calls --form $f; done; done (and pairwise)
 #include <mpi.h>
@@ -15,13 +15,21 @@
 #include <string>
 #include <vector>
 
+namespace {
+constexpr int kSwitchAfter = 5;
+const std::string kPairwise = "pairwise", kNative = "iallgatherv";
+}  // namespace
+
 int main(int argc, char** argv) {
   std::string form = "allgatherv";
   long long bytes = 86000;
   int calls = 20;
   CLI::App app{"zen_mpi_first_calls: the first calls of one MPI allgatherv form in a new process"};
-  app.add_option("--form", form, "allgatherv (blocking), iallgatherv (+ MPI_Wait), p2p (every MPI_Irecv/MPI_Isend, one MPI_Waitall) or pairwise (n-1 steps of one of each)")
-      ->check(CLI::IsMember({"allgatherv", "iallgatherv", "p2p", "pairwise"}));
+  app.add_option("--form", form, "allgatherv (blocking), iallgatherv (+ MPI_Wait), p2p (every MPI_Irecv/MPI_Isend, one MPI_Waitall), "
+                 "pairwise (n-1 steps of one of each), switch (pairwise for the first 5 calls, then iallgatherv)")
+      ->check(CLI::IsMember({"allgatherv", "iallgatherv", "p2p", "pairwise", "switch"}));
+  bool per_call = false;
+  app.add_flag("--per-call", per_call, "also print every call's time (us)");
   app.add_option("--bytes", bytes, "bytes per rank")->check(CLI::Range(1LL, 1LL << 30));
   app.add_option("--calls", calls, "calls timed")->check(CLI::Range(1, 1 << 20));
   CLI11_PARSE(app, argc, argv);
@@ -39,13 +47,14 @@ int main(int argc, char** argv) {
   MPI_Barrier(MPI_COMM_WORLD);
   for (int c = 0; c < calls; ++c) {
     const double t0 = MPI_Wtime();
-    if (form == "allgatherv") {
+    const std::string& fm = form != "switch" ? form : c < kSwitchAfter ? kPairwise : kNative;
+    if (fm == "allgatherv") {
       MPI_Allgatherv(send.data(), static_cast<int>(b), MPI_BYTE, recv.data(), counts.data(), displs.data(), MPI_BYTE, MPI_COMM_WORLD);
-    } else if (form == "iallgatherv") {
+    } else if (fm == "iallgatherv") {
       MPI_Request q;
       MPI_Iallgatherv(send.data(), static_cast<int>(b), MPI_BYTE, recv.data(), counts.data(), displs.data(), MPI_BYTE, MPI_COMM_WORLD, &q);
       MPI_Wait(&q, MPI_STATUS_IGNORE);
-    } else if (form == "pairwise") {  // n-1 steps: in step k send to rank + k, receive from rank - k
+    } else if (fm == "pairwise") {  // n-1 steps: in step k send to rank + k, receive from rank - k
       for (int k = 1; k < n; ++k) {
         const int src = (rank - k + n) % n, dst = (rank + k) % n;
         MPI_Request q[2];
@@ -75,6 +84,11 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < b; ++i) wrong += recv[b * static_cast<size_t>(p) + i] != static_cast<char>(p + 1);
   long long all_wrong = 0;
   MPI_Reduce(&wrong, &all_wrong, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0 && per_call) {
+    std::printf("per call (us):");
+    for (double t : slowest) std::printf(" %.0f", t * 1e6);
+    std::printf("\n");
+  }
   if (rank == 0) {
     double sum = 0;
     for (double t : slowest) sum += t;
