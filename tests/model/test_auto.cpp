@@ -594,6 +594,18 @@ SchemeOptions cache_options(const test::Case& c, const fs::path& path) {
   return opt;
 }
 
+/// A first job with a cache: n ranks of case c decide, time their choice and remember it (3 calls).
+struct RememberedJob {
+  TempCache tmp;
+  SchemeOptions opt;
+  std::string chose;               // the first job's choice
+  std::vector<std::string> lines;  // the cache file after it
+  RememberedJob(const test::Case& c, int n, const char* name) : tmp(name), opt(cache_options(c, tmp.path)) {
+    chose = job(c, n, opt, 3)[0][0].scheme;
+    lines = read_lines(tmp.path);
+  }
+};
+
 }  // namespace
 
 // Remembered decisions: the first job decides (statistics in its first call), times its choice
@@ -625,16 +637,14 @@ TEST(Auto, RemembersItsChoiceForTheNextJob) {
   }
 }
 
-// A remembered choice counts only when every rank holds the same entry: a line whose check fails
-// (edited without it) is skipped, and a valid line naming another scheme disagrees; either way every
-// rank makes the full decision in its first call, alike. Lines that are not entries are skipped.
+// A remembered choice counts only when every rank remembers the same scheme: a line whose check
+// fails (edited without it) is skipped, and a valid line naming another scheme disagrees; either way
+// every rank makes the full decision in its first call, alike. Lines that are not entries are skipped.
 TEST(Auto, RemembersOnlyWhatEveryRankHolds) {
   const int n = 3;
   const test::Case c = same_rows_case(n, 22);
-  TempCache tmp("every-rank");
-  const SchemeOptions opt = cache_options(c, tmp.path);
-  const std::string chose = job(c, n, opt, 3)[0][0].scheme;
-  const std::vector<std::string> lines = read_lines(tmp.path);
+  const RememberedJob first(c, n, "every-rank");
+  const auto& [tmp, opt, chose, lines] = first;
   ASSERT_EQ(lines.size(), static_cast<size_t>(n));
   const std::string other = chose == "allgather" ? "balanced" : "allgather";
   for (int variant = 0; variant < 3; ++variant) {
@@ -670,10 +680,8 @@ TEST(Auto, RemembersOnlyWhatEveryRankHolds) {
 TEST(Auto, RemembersTheSameSchemeFromDifferentDecisions) {
   const int n = 3;
   const test::Case c = same_rows_case(n, 24);
-  TempCache tmp("different-decisions");
-  const SchemeOptions opt = cache_options(c, tmp.path);
-  const std::string chose = job(c, n, opt, 3)[0][0].scheme;
-  std::vector<std::string> lines = read_lines(tmp.path);
+  RememberedJob first(c, n, "different-decisions");
+  auto& [tmp, opt, chose, lines] = first;
   ASSERT_EQ(lines.size(), static_cast<size_t>(n));
   std::vector<std::string> f;
   std::istringstream in(lines[1]);
