@@ -221,10 +221,7 @@ class Auto : public SparseAllreduce {
           const double d = opt_.autotune.drift, lo = static_cast<double>(cached_rows_lo_), hi = static_cast<double>(cached_rows_hi_);
           if (cache_check_ && cached_rows_lo_ > 0 && (static_cast<double>(g) < lo - d * lo || static_cast<double>(g) > hi + d * hi)) {
             need_decision_ = true;  // another input than the remembered ones'
-            reason_ = "cache check: agreed size " +
-                      (cached_rows_lo_ == cached_rows_hi_ ? std::to_string(cached_rows_lo_)
-                                                          : std::to_string(cached_rows_lo_) + ".." + std::to_string(cached_rows_hi_)) +
-                      " remembered, " + std::to_string(g) + " now";
+            reason_ = "cache check: agreed size " + cached_rows_text() + " remembered, " + std::to_string(g) + " now";
           }
         } else if (std::abs(static_cast<double>(g) - static_cast<double>(agreed_)) >
                  opt_.autotune.drift * static_cast<double>(agreed_)) {
@@ -655,11 +652,15 @@ class Auto : public SparseAllreduce {
       cached_rows_lo_ = std::min(cached_rows_lo_, h.rows);
       cached_rows_hi_ = std::max(cached_rows_hi_, h.rows);
     }
-    const std::string rows = cached_rows_lo_ == cached_rows_hi_ ? std::to_string(cached_rows_lo_)
-                                                                : std::to_string(cached_rows_lo_) + ".." + std::to_string(cached_rows_hi_);
     why_ = "auto chose " + chosen_ + " (first call): remembered in " + cache_->path() + ", where it took " + fmt_time(cached_s_) +
-           (cached_rows_lo_ > 0 ? " with agreed size " + rows : std::string()) + "; checked against its calls";
+           (cached_rows_lo_ > 0 ? " with agreed size " + cached_rows_text() : std::string()) + "; checked against its calls";
     return true;
+  }
+
+  /// The ranks' remembered agreed sizes: "R", or "LO..HI" when their entries differ.
+  std::string cached_rows_text() const {
+    const std::string lo = std::to_string(cached_rows_lo_);
+    return cached_rows_lo_ == cached_rows_hi_ ? lo : lo + ".." + std::to_string(cached_rows_hi_);
   }
 
   /// The state of a new choice: no trials, no calls counted, no measurement or check pending but
